@@ -1,0 +1,111 @@
+"""The public entry points: `pythonify(fn, args, path)` and `load(path, bind=fn)`."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import os
+import tempfile
+import time
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .capture import capture
+from .gen_python import generate
+from .ir import PythonifyIR
+from .pipeline import build_ir
+
+
+@dataclass
+class PythonifyResult:
+    """What pythonify produced: the file, the reference compiled callable, the wrapper stack."""
+
+    path: Path
+    compiled: Callable[..., Any]
+    active_wrappers: list[str]
+    ir: PythonifyIR
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _check_path(path: str | os.PathLike[str]) -> Path:
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise ValueError(f"cannot write {p}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise ValueError(f"cannot write {p}: directory {parent} is not writable")
+    if p.is_dir():
+        raise ValueError(f"cannot write {p}: it is a directory")
+    return p
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temp file in the same directory and rename: never a half-written file."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with __import__("contextlib").suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def pythonify(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    path: str | os.PathLike[str],
+    *,
+    backend: str = "aot_eager",
+    frontend: str = "dynamo",
+    dynamic: bool = False,
+    mode: str | None = None,
+) -> PythonifyResult:
+    """Compile `fn` on copies of `args` and write a standalone file reproducing the compile.
+
+    `args` are not mutated. Raises PythonifyUnsupported (naming the construct) when the program
+    cannot be modelled faithfully, ValueError/TypeError for bad arguments.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be a function or nn.Module, got {type(fn).__name__}")
+    if not isinstance(args, tuple):
+        raise TypeError(f"args must be a tuple of example inputs, got {type(args).__name__}")
+    out = _check_path(path)
+    t0 = time.perf_counter()
+    cap = capture(fn, args, backend=backend, frontend=frontend, dynamic=dynamic, mode=mode)
+    t1 = time.perf_counter()
+    ir = build_ir(cap)
+    source = generate(ir)
+    compile(source, str(out), "exec")  # a codegen bug must fail here, not in the user's run
+    write_atomic(out, source)
+    t2 = time.perf_counter()
+    return PythonifyResult(
+        path=out,
+        compiled=cap.compiled,
+        active_wrappers=ir.active_wrappers(),
+        ir=ir,
+        timings={"capture_s": t1 - t0, "codegen_s": t2 - t1},
+    )
+
+
+_counter = itertools.count()
+
+
+def load(path: str | os.PathLike[str], bind: Any = None) -> types.ModuleType:
+    """Import a generated file as a fresh module; `bind` resolves non-argument inputs."""
+    p = Path(path)
+    name = f"_pythonified_{p.stem}_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, p)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {p}")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    if bind is not None:
+        mod.bind(bind)
+    return mod

@@ -1,0 +1,571 @@
+"""Capture: one torch.compile whose backend records everything pythonify needs.
+
+The same compile produces the reference callable (`Capture.compiled`) and the records, so the
+generated file and torch.compile can only disagree where the generator models a wrapper
+differently, which is what the fuzzer looks for.
+
+Wrapper metadata is read by patching each wrapper class's `post_compile` for the duration of
+the compile: the patch copies the wrapper's fields into plain IR records and then calls the
+original. Nothing torch builds at runtime (wrapper closures, generated wrapper source) is kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+import torch.utils._pytree as pytree
+
+from . import _compat as C
+from . import records as R
+from .errors import PythonifyUnsupported
+from .graph_render import RenderContext, render_fx, seq_nr_table
+from .inputs import clone_preserving_aliasing
+from .ir import CompiledGraph
+
+BACKENDS = ("aot_eager", "inductor")
+FRONTENDS = ("dynamo", "aot")
+
+
+@dataclass
+class GraphInputRecord:
+    """One input of the compiled graph: where it comes from and what it looked like."""
+
+    source: str  # expression over L / G, e.g. "L['x']" or "L['self']._parameters['w']"
+    example: Any  # the (copied) example value, for guards
+    dynamic_dims: tuple[int, ...] = ()
+
+
+@dataclass
+class Capture:
+    backend: str
+    frontend: str
+    dynamic: bool
+    mode: str | None
+    device: str
+    compiled: Callable[..., Any]
+    inputs: list[GraphInputRecord]
+    output_expr: str
+    arg_names: list[str]
+    is_module: bool
+    wrappers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    graphs: dict[str, CompiledGraph] = field(default_factory=dict)
+    render: RenderContext = field(default_factory=RenderContext)
+    grad_enabled: bool = True
+    debug_assert: bool = False
+    static_input_indices: list[int] = field(default_factory=list)
+
+
+class _Recorder:
+    """Collects wrapper records and graphs during one compile."""
+
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self.wrappers: dict[str, dict[str, Any]] = {}
+        self.gms: list[tuple[str, torch.fx.GraphModule, str | None]] = []
+        self.render = RenderContext()
+        self.calls = 0
+
+    # -- graphs --------------------------------------------------------------------------
+    def fx_compiler(self, role: str) -> Callable[..., Any]:
+        from torch._dynamo.backends.debugging import boxed_nop
+
+        def compile_(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+            self.gms.append((role, gm, None))
+            return boxed_nop(gm, example_inputs)
+
+        return compile_
+
+    def inductor_inner(self, gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Any:
+        from torch._inductor.compile_fx import compile_fx_inner
+
+        role = "backward" if kwargs.get("is_backward") else "forward"
+        seq_gm = _copy_seq_meta(gm)
+        out = compile_fx_inner(gm, example_inputs, **kwargs)
+        src = getattr(out, "source_code", None)
+        if not isinstance(src, str):
+            raise PythonifyUnsupported(
+                "inductor output without source_code", type(out).__name__
+            )
+        check = tuple(int(i) for i in getattr(out, "inputs_to_check", ()) or ())
+        mutated = {int(i) for i in getattr(out, "mutated_input_idxs", ()) or ()}
+        if getattr(out, "_defers_input_alignment", False):
+            check = tuple(i for i in check if i in mutated)
+        seq_gm._realign = (check, tuple(i for i in check if i in mutated))  # type: ignore[assignment]
+        self.gms.append((role, seq_gm, src))
+        return out
+
+    # -- wrappers ------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def hooks(self) -> Iterator[None]:
+        classes = C.wrapper_classes()
+        saved: list[tuple[type, str, Any]] = []
+        for name, cls in classes.items():
+            saved.append((cls, "post_compile", cls.__dict__["post_compile"]))
+            cls.post_compile = self._wrap_post_compile(name, cls.post_compile)  # type: ignore[attr-defined]
+        ada = C.autograd_dispatch_class()
+        saved.append((ada, "post_compile", ada.__dict__["post_compile"]))
+        orig_ada = ada.post_compile
+
+        def ada_post_compile(spec: Any) -> Any:
+            self._record_autograd(spec)
+            return orig_ada(spec)
+
+        ada.post_compile = staticmethod(ada_post_compile)  # type: ignore[attr-defined]
+        try:
+            yield
+        finally:
+            for cls, attr, orig in saved:
+                setattr(cls, attr, orig)
+
+    def _wrap_post_compile(self, name: str, orig: Callable[..., Any]) -> Callable[..., Any]:
+        recorder = self
+
+        @functools.wraps(orig)
+        def post_compile(self: Any, compiled_fn: Any, aot_config: Any, *, runtime_metadata: Any) -> Any:
+            C.check_fields(name, self, C.WRAPPER_FIELDS[name])
+            C.check_fields("ViewAndMutationMeta", runtime_metadata, C.META_FIELDS)
+            recorder._record(name, self, aot_config, runtime_metadata)
+            return orig(self, compiled_fn, aot_config, runtime_metadata=runtime_metadata)
+
+        return post_compile
+
+    def _record(self, name: str, w: Any, aot_config: Any, meta: Any) -> None:
+        if name in self.wrappers and name != "FakifiedOutWrapper":
+            raise PythonifyUnsupported(
+                "more than one compiled region", f"{name} ran twice in one compile"
+            )
+        rec: dict[str, Any]
+        if name == "RuntimeWrapper":
+            rec = dict(
+                active=True,
+                indices_of_inps_to_detach=list(w.indices_of_inps_to_detach),
+                trace_joint=bool(w.trace_joint),
+                disable_amp=bool(w.disable_amp),
+                keep_input_mutations=bool(aot_config.keep_inference_input_mutations),
+                input_info=R.input_infos(meta),
+                output_info=R.output_infos(meta),
+                mutated_inp_runtime_indices=list(meta.mutated_inp_runtime_indices),
+                mutated_graph_handled_indices_seen_by_autograd=list(
+                    meta.mutated_graph_handled_indices_seen_by_autograd
+                ),
+                num_outputs=int(meta.num_outputs),
+                num_intermediate_bases=int(meta.num_intermediate_bases),
+                grad_enabled_mutation=meta.grad_enabled_mutation,
+                static_input_indices=list(meta.static_input_indices or []),
+            )
+        elif name == "EffectTokensWrapper":
+            rec = dict(active=len(meta.tokens) > 0, token_count=len(meta.tokens))
+        elif name == "AOTDispatchSubclassWrapper":
+            active = w.maybe_subclass_meta is not None or bool(getattr(meta, "act_input_indices", []))
+            if getattr(meta, "act_input_indices", None):
+                raise PythonifyUnsupported("AOTDispatchSubclassWrapper act_input_indices (async tensors)")
+            rec = dict(active=active)
+            if active:
+                rec.update(
+                    inp_metas=[R.tensor_meta(m) for m in meta.subclass_inp_meta],
+                    out_metas=[R.tensor_meta(m) for m in meta.subclass_fw_graph_out_meta],
+                    num_fw_outs_saved_for_bw=w.num_fw_outs_saved_for_bw,
+                )
+        elif name == "FunctionalizedRngRuntimeWrapper":
+            rec = dict(
+                active=bool(meta.is_rng_op_functionalized),
+                num_forward_returns=int(meta.num_forward_returns),
+                return_new_outs=bool(w.return_new_outs),
+            )
+        elif name == "FakifiedOutWrapper":
+            rec = dict(active=bool(w.needs_post_compile))
+            if w.needs_post_compile:
+                rec["out_metas"] = R.fake_out_metas(w.out_metas, w.fwd_output_strides)
+        elif name == "AOTDedupeWrapper":
+            rec = dict(
+                active=bool(w.needs_post_compile),
+                keep_arg_mask=list(w.keep_arg_mask),
+                add_dupe_map=list(w.add_dupe_map),
+            )
+        elif name == "AOTSyntheticBaseWrapper":
+            rec = dict(
+                active=bool(w.needs_post_compile),
+                base_groups={int(k): list(v) for k, v in w.base_groups.items()},
+                other_arg_indices=list(w.other_arg_indices),
+                aliased_arg_idx_with_metadata_mutations=list(
+                    w.aliased_arg_idx_with_metadata_mutations
+                ),
+                trace_joint=bool(w.trace_joint),
+            )
+        elif name == "DebugAssertWrapper":
+            rec = dict(active=True, flat_requires_grad=list(w.flat_requires_grad))
+        else:  # pragma: no cover - WRAPPER_FIELDS and this chain list the same names
+            raise AssertionError(f"unknown wrapper {name}")
+        self.wrappers[name] = rec
+
+    def _record_autograd(self, spec: Any) -> None:
+        C.check_fields("AOTDispatchAutogradCompileSpec", spec, C.SPEC_FIELDS)
+        meta = spec.fw_metadata
+        if getattr(spec, "backward_state_indices", None):
+            raise PythonifyUnsupported("BackwardState inputs (compiled autograd)")
+        if meta.num_graphsafe_rng_states:
+            raise PythonifyUnsupported("graph-safe RNG states (CUDA generators in the graph)")
+        sub = spec.maybe_subclass_meta
+        self.wrappers["AOTDispatchAutograd"] = dict(
+            active=True,
+            num_forward_returns=int(meta.num_forward_returns),
+            num_outputs=int(meta.num_outputs),
+            num_intermediate_bases=int(meta.num_intermediate_bases),
+            mutated_inp_runtime_indices=list(meta.mutated_inp_runtime_indices),
+            input_info=R.input_infos(meta),
+            output_info=R.output_infos(meta),
+            tensors_saved_for_bw_with_vc_check_slice=R.slice_pair(
+                meta.tensors_saved_for_backwards_with_vc_check_slice
+            ),
+            tensors_saved_for_bw_no_vc_check_slice=R.slice_pair(
+                meta.tensors_saved_for_backwards_no_vc_check_slice
+            ),
+            symints_saved_for_bw_slice=R.slice_pair(meta.symints_saved_for_backwards_slice),
+            num_symints_saved_for_bw=int(spec.num_symints_saved_for_bw or 0),
+            num_backward_tokens=int(meta.num_backward_tokens),
+            is_rng_op_functionalized=bool(meta.is_rng_op_functionalized),
+            num_graphsafe_rng_states=int(meta.num_graphsafe_rng_states),
+            disable_amp=bool(spec.disable_amp),
+            deterministic=meta.deterministic,
+            has_mutations_in_bw=bool(meta.indices_of_inputs_that_requires_grad_with_mutations_in_bw),
+            donated_buffers=bool(torch._functorch.config.donated_buffer and meta.bw_donated_idxs),
+            tangent_metas=[R.tensor_meta(m) for m in meta.subclass_tangent_meta],
+            grad_input_metas=(
+                [R.tensor_meta(m) for m in sub.grad_input_metas]
+                if sub is not None and sub.grad_input_metas is not None
+                else None
+            ),
+            has_subclass=sub is not None,
+            indices_of_inps_to_detach=list(spec.indices_of_inps_to_detach),
+        )
+
+
+def _copy_seq_meta(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """Inductor mutates the graph it lowers; keep the seq_nr view of it as handed to us."""
+    holder = torch.fx.GraphModule(gm, torch.fx.Graph())
+    holder._seq = seq_nr_table(gm)  # type: ignore[assignment]
+    return holder
+
+
+# ------------------------------------------------------------------------------ front-ends
+
+
+def _bind_names(fn: Callable[..., Any], is_module: bool) -> list[str]:
+    target = fn.forward if is_module else fn  # type: ignore[union-attr]
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError) as exc:
+        raise PythonifyUnsupported("a callable without a signature", repr(fn)) from exc
+    names = []
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_KEYWORD, p.KEYWORD_ONLY):
+            raise PythonifyUnsupported(f"keyword-only or **kwargs parameter {p.name!r}")
+        if p.kind == p.VAR_POSITIONAL:
+            raise PythonifyUnsupported(f"*args parameter {p.name!r}")
+        names.append(p.name)
+    return names
+
+
+def _self_name(fn: Any) -> str:
+    params = list(inspect.signature(type(fn).forward).parameters)
+    return params[0] if params else "self"
+
+
+def capture(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    *,
+    backend: str,
+    frontend: str,
+    dynamic: bool,
+    mode: str | None,
+) -> Capture:
+    """Compile `fn` once on copies of `args` and record the wrapper stack."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if frontend not in FRONTENDS:
+        raise ValueError(f"frontend must be one of {FRONTENDS}, got {frontend!r}")
+    if mode not in (None, "default", "reduce-overhead"):
+        raise ValueError(f"mode must be None, 'default' or 'reduce-overhead', got {mode!r}")
+    is_module = isinstance(fn, torch.nn.Module)
+    arg_names = _bind_names(fn, is_module)
+    if len(args) != len(arg_names):
+        raise ValueError(f"fn takes {len(arg_names)} arguments ({arg_names}), got {len(args)}")
+    copies = clone_preserving_aliasing(args)
+    rec = _Recorder(backend)
+    rng = torch.random.get_rng_state()
+    grad_enabled = torch.is_grad_enabled()
+    fconfig = torch._functorch.config
+    patches: dict[str, Any] = dict(force_non_lazy_backward_lowering=True, enable_autograd_cache=False)
+    try:
+        with rec.hooks(), fconfig.patch(**patches), _inductor_cache_off(backend):
+            if frontend == "dynamo":
+                compiled, inputs, out_expr = _capture_dynamo(fn, copies, rec, backend, dynamic, is_module)
+            else:
+                if is_module:
+                    raise PythonifyUnsupported("frontend='aot' with an nn.Module", "pass a function")
+                compiled, inputs, out_expr = _capture_aot(fn, copies, rec, backend, dynamic, arg_names)
+    finally:
+        torch.random.set_rng_state(rng)
+        torch.set_grad_enabled(grad_enabled)
+    cap = Capture(
+        backend=backend,
+        frontend=frontend,
+        dynamic=dynamic,
+        mode=mode,
+        device=_device_of(copies),
+        compiled=compiled,
+        inputs=inputs,
+        output_expr=out_expr,
+        arg_names=arg_names,
+        is_module=is_module,
+        wrappers=rec.wrappers,
+        render=rec.render,
+        grad_enabled=grad_enabled,
+        debug_assert=bool(fconfig.debug_assert),
+    )
+    cap.graphs = _render_graphs(rec, cap)
+    if "RuntimeWrapper" not in rec.wrappers:
+        raise PythonifyUnsupported("a program without a compiled graph", "nothing was compiled")
+    cap.static_input_indices = rec.wrappers["RuntimeWrapper"]["static_input_indices"]
+    return cap
+
+
+@contextlib.contextmanager
+def _inductor_cache_off(backend: str) -> Iterator[None]:
+    if backend != "inductor":
+        yield
+        return
+    import torch._inductor.config as iconfig
+
+    with iconfig.patch(fx_graph_cache=False, fx_graph_remote_cache=False):
+        yield
+
+
+def _device_of(args: tuple[Any, ...]) -> str:
+    for a in pytree.tree_leaves(args):
+        if isinstance(a, torch.Tensor):
+            return a.device.type
+    return "cpu"
+
+
+def _capture_dynamo(
+    fn: Any, copies: tuple[Any, ...], rec: _Recorder, backend: str, dynamic: bool, is_module: bool
+) -> tuple[Callable[..., Any], list[GraphInputRecord], str]:
+    from torch._dynamo.backends.debugging import aot_eager
+
+    graph_inputs: list[GraphInputRecord] = []
+    graph_outputs: list[Any] = []
+
+    def record_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+        rec.calls += 1
+        if rec.calls > 1:
+            raise PythonifyUnsupported("more than one compiled graph (recompile or graph break)")
+        for node in gm.graph.find_nodes(op="placeholder"):
+            ga = node.meta.get("grapharg")
+            if ga is None or ga.source is None:
+                raise PythonifyUnsupported("a graph input without a source", node.name)
+            name = ga.source.name
+            fake = node.meta.get("example_value")
+            dyn: tuple[int, ...] = ()
+            if isinstance(fake, torch.Tensor):
+                dyn = tuple(
+                    d for d, s in enumerate(fake.shape)
+                    if isinstance(s, torch.SymInt) and not s.node.is_constant()
+                )
+            graph_inputs.append(
+                GraphInputRecord(
+                    source=name() if callable(name) else name, example=ga.example, dynamic_dims=dyn
+                )
+            )
+        if backend == "aot_eager":
+            inner = aot_eager(gm, example_inputs, fw_compiler=rec.fx_compiler("forward"),
+                              bw_compiler=rec.fx_compiler("backward"))
+        else:
+            from torch._inductor.compile_fx import compile_fx
+
+            inner = compile_fx(gm, example_inputs, inner_compile=rec.inductor_inner)
+
+        def run(*a: Any) -> Any:
+            out = inner(*a)
+            graph_outputs[:] = list(out) if isinstance(out, list | tuple) else [out]
+            return out
+
+        run._pyfy_inner = inner  # type: ignore[attr-defined]
+        return run
+
+    import torch._dynamo
+
+    compiled = torch.compile(fn, backend=record_backend, dynamic=dynamic, fullgraph=True)
+    try:
+        ret = compiled(*copies)
+    except torch._dynamo.exc.Unsupported as exc:
+        raise PythonifyUnsupported("a graph break", str(exc).splitlines()[0]) from exc
+    except torch._dynamo.exc.BackendCompilerFailed as exc:
+        if isinstance(exc.inner_exception, PythonifyUnsupported):
+            raise exc.inner_exception from exc
+        raise
+    if rec.calls == 0:
+        raise PythonifyUnsupported("a program without a compiled graph", "Dynamo traced no ops")
+    bound = _bound_locals(fn, copies, is_module)
+    out_expr = _output_expr(ret, graph_outputs, graph_inputs, bound)
+    # The reference callable must not close over our recording state.
+    return compiled, graph_inputs, out_expr
+
+
+def _bound_locals(fn: Any, args: tuple[Any, ...], is_module: bool) -> dict[str, Any]:
+    names = _bind_names(fn, is_module)
+    L = dict(zip(names, args, strict=True))
+    target = type(fn).forward if is_module else fn
+    if is_module:
+        L[_self_name(fn)] = fn
+    code = getattr(target, "__code__", None)
+    closure = getattr(target, "__closure__", None) or ()
+    if code is not None:
+        for var, cell in zip(code.co_freevars, closure, strict=False):
+            with contextlib.suppress(ValueError):
+                L[var] = cell.cell_contents
+    return L
+
+
+def _capture_aot(
+    fn: Callable[..., Any], copies: tuple[Any, ...], rec: _Recorder, backend: str, dynamic: bool,
+    arg_names: list[str],
+) -> tuple[Callable[..., Any], list[GraphInputRecord], str]:
+    flat, spec = pytree.tree_flatten(copies)
+    paths = [_path_expr(p) for p, _ in pytree.tree_flatten_with_path(copies)[0]]
+    inputs = [
+        GraphInputRecord(
+            source=f"L[{arg_names[int(p[0])]!r}]{p[1]}",
+            example=a,
+            dynamic_dims=tuple(range(a.dim())) if dynamic and isinstance(a, torch.Tensor) else (),
+        )
+        for p, a in zip(paths, flat, strict=True)
+    ]
+    for r, a in zip(inputs, flat, strict=True):
+        if not isinstance(a, torch.Tensor):
+            raise PythonifyUnsupported("frontend='aot' with a non-tensor argument", r.source)
+
+    def flat_fn(*leaves: Any) -> Any:
+        return fn(*pytree.tree_unflatten(list(leaves), spec))
+
+    if backend == "aot_eager":
+        from functorch.compile import min_cut_rematerialization_partition
+        from torch._functorch.aot_autograd import aot_function
+
+        compiled_flat = aot_function(
+            flat_fn,
+            fw_compiler=rec.fx_compiler("forward"),
+            bw_compiler=rec.fx_compiler("backward"),
+            partition_fn=min_cut_rematerialization_partition,
+            keep_inference_input_mutations=True,
+            dynamic=dynamic,
+        )
+    else:
+        from torch._inductor.compile_fx import compile_fx
+
+        gm = _trace_flat(flat_fn, len(flat))
+        inner = compile_fx(gm, list(flat), inner_compile=rec.inductor_inner)
+
+        def compiled_flat(*leaves: Any) -> Any:
+            return inner(*leaves)
+
+    graph_outputs: list[Any] = []
+
+    def compiled(*args: Any) -> Any:
+        return compiled_flat(*pytree.tree_leaves(args))
+
+    ret = compiled(*copies)
+    graph_outputs = pytree.tree_leaves(ret)
+    out_expr = _aot_output_expr(ret, graph_outputs)
+    return compiled, inputs, out_expr
+
+
+def _trace_flat(flat_fn: Callable[..., Any], n: int) -> torch.fx.GraphModule:
+    """A torch.fx graph of the flat function, as compile_fx expects from a front-end."""
+    names = [f"a{i}" for i in range(n)]
+    src = f"def f({', '.join(names)}):\n    return flat_fn({', '.join(names)})\n"
+    ns: dict[str, Any] = {"flat_fn": flat_fn}
+    exec(src, ns)  # noqa: S102 - a positional-arity shim, not user code
+    gm = torch.fx.symbolic_trace(ns["f"])
+    return gm
+
+
+def _path_expr(path: tuple[Any, ...]) -> tuple[int, str]:
+    first = path[0]
+    rest = "".join(f"[{k.idx!r}]" if hasattr(k, "idx") else f"[{k.key!r}]" for k in path[1:])
+    return (first.idx, rest)  # type: ignore[return-value]
+
+
+def _output_expr(ret: Any, graph_outputs: list[Any], inputs: list[GraphInputRecord], L: dict[str, Any]) -> str:
+    """Express Dynamo's return value in terms of `outs[i]`, L and G, by object identity."""
+
+    def leaf(x: Any) -> str:
+        if isinstance(x, torch.Tensor):
+            for i, o in enumerate(graph_outputs):
+                if o is x:
+                    return f"outs[{i}]"
+            for r in inputs:
+                if r.example is x:
+                    return r.source
+            for k, v in L.items():
+                if v is x:
+                    return f"L[{k!r}]"
+            raise PythonifyUnsupported(
+                "an output tensor that is neither a graph output nor an input",
+                "Dynamo built it outside the graph",
+            )
+        if x is None or isinstance(x, bool | int | float | str):
+            if isinstance(x, float) and (x != x or x in (float("inf"), float("-inf"))):
+                return f"float({str(x)!r})"
+            return repr(x)
+        if isinstance(x, torch.SymInt | torch.SymFloat):
+            raise PythonifyUnsupported("a symbolic scalar output")
+        raise PythonifyUnsupported(f"an output of type {type(x).__name__}")
+
+    return _structure(ret, leaf)
+
+
+def _aot_output_expr(ret: Any, graph_outputs: list[Any]) -> str:
+    counter = iter(range(len(graph_outputs)))
+    return _structure(ret, lambda x: f"outs[{next(counter)}]")
+
+
+def _structure(x: Any, leaf: Callable[[Any], str]) -> str:
+    if isinstance(x, tuple) and not hasattr(x, "_fields"):
+        inner = ", ".join(_structure(v, leaf) for v in x)
+        return f"({inner},)" if len(x) == 1 else f"({inner})"
+    if isinstance(x, list):
+        return "[" + ", ".join(_structure(v, leaf) for v in x) + "]"
+    if isinstance(x, dict):
+        return "{" + ", ".join(f"{k!r}: {_structure(v, leaf)}" for k, v in x.items()) + "}"
+    return leaf(x)
+
+
+def _render_graphs(rec: _Recorder, cap: Capture) -> dict[str, CompiledGraph]:
+    training = "AOTDispatchAutograd" in rec.wrappers
+    out: dict[str, CompiledGraph] = {}
+    for role, gm, src in rec.gms:
+        name = role if training else "inference"
+        if name in out:
+            raise PythonifyUnsupported("more than one compiled graph per role", name)
+        fn_name = f"compiled_{name}"
+        if src is None:
+            out[name] = render_fx(gm, name, fn_name, rec.render)
+        else:
+            seq, acc = gm._seq  # type: ignore[misc]
+            realign, writeback = gm._realign  # type: ignore[misc]
+            out[name] = CompiledGraph(
+                name=name, kind="inductor", source=src, seq_nr=seq, grad_acc=acc,
+                realign_inputs=realign, realign_writeback=writeback,
+            )
+    if training and "backward" not in out:
+        raise PythonifyUnsupported("a training graph whose backward did not compile at capture")
+    return out

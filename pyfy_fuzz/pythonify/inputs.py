@@ -1,0 +1,82 @@
+"""Copy example inputs without losing how they alias each other.
+
+Capture compiles on copies so that the caller's tensors are never mutated; but the wrapper stack
+depends on aliasing (a duplicated argument, views of one base, storages shared through set_), so
+the copies must alias exactly as the originals do: the same object where the originals were the
+same object, views of one copied base where they were views of one base, one copied storage where
+they shared a storage.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+
+class _Copier:
+    def __init__(self) -> None:
+        self.by_id: dict[int, torch.Tensor] = {}
+        self.storages: dict[tuple[int, str], torch.UntypedStorage] = {}
+        self.bases: dict[int, torch.Tensor] = {}
+
+    def storage(self, t: torch.Tensor) -> torch.UntypedStorage:
+        st = t.untyped_storage()
+        key = (st.data_ptr(), str(st.device))
+        if key not in self.storages:
+            with torch.no_grad():
+                self.storages[key] = st.clone()
+        return self.storages[key]
+
+    def raw(self, t: torch.Tensor) -> torch.Tensor:
+        """A tensor over the copied storage with t's geometry, no autograd history."""
+        new = torch.empty(0, dtype=t.dtype, device=t.device)
+        with torch.no_grad():
+            new.set_(self.storage(t), t.storage_offset(), t.size(), t.stride())
+        return new
+
+    def with_grad(self, new: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+        """Give `new` like's autograd state without changing its storage or values."""
+        if not like.requires_grad:
+            return new
+        if like.is_leaf:
+            return new.requires_grad_(True)
+        # A non-leaf: an in-place multiply by a grad-requiring 1 gives it a grad_fn in place.
+        one = torch.ones((), dtype=like.dtype, device=like.device, requires_grad=True)
+        return new.mul_(one)
+
+    def base(self, b: torch.Tensor) -> torch.Tensor:
+        if id(b) not in self.bases:
+            self.bases[id(b)] = self.with_grad(self.raw(b), b)
+        return self.bases[id(b)]
+
+    def copy(self, t: Any) -> Any:
+        if not isinstance(t, torch.Tensor):
+            return t
+        if id(t) in self.by_id:
+            return self.by_id[id(t)]
+        if is_traceable_wrapper_subclass(t):
+            attrs, ctx = t.__tensor_flatten__()
+            inner = {a: self.copy(getattr(t, a)) for a in attrs}
+            new = type(t).__tensor_unflatten__(inner, ctx, t.size(), t.stride())
+            if t.requires_grad and t.is_leaf:
+                new.requires_grad_(True)
+        elif t._base is not None:
+            base = self.base(t._base)
+            new = base.as_strided(t.size(), t.stride(), t.storage_offset())
+            if t.requires_grad and not new.requires_grad:
+                new.requires_grad_(True)
+        elif isinstance(t, torch.nn.Parameter):
+            new = torch.nn.Parameter(self.raw(t), requires_grad=t.requires_grad)
+        else:
+            new = self.with_grad(self.raw(t), t)
+        self.by_id[id(t)] = new
+        return new
+
+
+def clone_preserving_aliasing(args: Any) -> Any:
+    """Deep-copy every tensor in `args` (a pytree), keeping identity, view and storage sharing."""
+    copier = _Copier()
+    return pytree.tree_map(copier.copy, args)

@@ -1,0 +1,219 @@
+"""Turn AOTAutograd's live metadata objects into the IR's plain records.
+
+Runs inside the capture hooks, at the moment each wrapper's post_compile sees its metadata:
+later, torch rewrites some of it in place (make_runtime_safe replaces SymInts by None).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from . import _compat as C
+from .errors import PythonifyUnsupported
+from .ir import (
+    FakeOutMeta,
+    InputInfo,
+    MemoryFormat,
+    OpaqueLeaf,
+    OutputInfo,
+    PlainMeta,
+    SubclassMeta,
+    TensorMetaRecord,
+    ViewOp,
+)
+
+
+def type_path(cls: type) -> str:
+    """'module:QualName' for a class the generated file must import."""
+    if "<locals>" in cls.__qualname__:
+        raise PythonifyUnsupported(
+            f"tensor subclass {cls.__qualname__}", "defined inside a function; not importable"
+        )
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def input_infos(meta: Any) -> list[InputInfo]:
+    return [
+        InputInfo(
+            is_leaf=bool(i.is_leaf),
+            mutates_data=bool(i.mutates_data),
+            mutates_metadata=bool(i.mutates_metadata),
+            mutates_storage_metadata=bool(i.mutates_storage_metadata),
+            requires_grad=bool(i.requires_grad),
+            mutated_out_of_graph=C.mutated_out_of_graph(i),
+        )
+        for i in meta.input_info
+    ]
+
+
+def _plain_arg(a: Any) -> Any:
+    if isinstance(a, torch.SymInt | torch.SymFloat | torch.SymBool):
+        raise _Symbolic
+    if isinstance(a, list | tuple):
+        return type(a)(_plain_arg(x) for x in a)
+    if isinstance(a, int | float | bool | str) or a is None:
+        return a
+    if isinstance(a, torch.dtype | torch.memory_format | torch.layout | torch.device):
+        return a
+    raise _Symbolic
+
+
+class _Symbolic(Exception):
+    pass
+
+
+def view_ops(seq: Any) -> tuple[ViewOp, ...] | None:
+    """Decode a ViewMetaSequence into aten calls, or None when it cannot be replayed.
+
+    Each ViewMeta is a pybind class named `<op>_<overload>_ViewMeta` whose as_tuple() is
+    (has_symbolic_inputs, is_multi_output, inverse_return_mode, *op_args[, out_index]).
+    None falls back to torch's own fallback (_view_func or as_strided), as gen_alias_from_base.
+    """
+    if seq is None:
+        return None
+    out: list[ViewOp] = []
+    for vm in seq.sequence:
+        name = type(vm).__name__
+        if not name.endswith("_ViewMeta") or vm.has_symbolic_inputs:
+            return None
+        stem = name[: -len("_ViewMeta")]
+        op = _resolve_overload(stem)
+        if op is None:
+            return None
+        tup = vm.as_tuple()
+        multi = bool(tup[1])
+        args = list(tup[3:])
+        out_index = None
+        schema_args = len(op._schema.arguments) - 1
+        if multi and len(args) == schema_args + 1:
+            out_index = int(args.pop())
+        if len(args) > schema_args:
+            return None
+        try:
+            plain = tuple(_plain_arg(a) for a in args)
+        except _Symbolic:
+            return None
+        out.append(ViewOp(op=_op_expr(op), args=plain, out_index=out_index))
+    return tuple(out)
+
+
+def _resolve_overload(stem: str) -> Any:
+    """'slice_Tensor' -> aten.slice.Tensor; 't' -> aten.t.default; '_reshape_alias' too."""
+    parts = stem.split("_")
+    for cut in range(len(parts), 0, -1):
+        opname = "_".join(parts[:cut])
+        overload = "_".join(parts[cut:]) or "default"
+        packet = getattr(torch.ops.aten, opname, None)
+        if packet is None:
+            continue
+        ov = getattr(packet, overload, None)
+        if ov is not None:
+            return ov
+    return None
+
+
+def _op_expr(op: Any) -> str:
+    ns, rest = op.name().split("::")
+    base, _, overload = rest.partition(".")
+    return f"torch.ops.{ns}.{base}.{overload or 'default'}"
+
+
+def output_infos(meta: Any) -> list[OutputInfo]:
+    res = []
+    for o in meta.output_info:
+        raw = o.raw_type
+        res.append(
+            OutputInfo(
+                output_type=C.output_type_name(o),
+                base_idx=o.base_idx,
+                requires_grad=bool(o.requires_grad),
+                requires_grad_for_backward=bool(getattr(o, "requires_grad_for_backward", False)),
+                is_tensor=isinstance(raw, type) and issubclass(raw, torch.Tensor),
+                view_ops=view_ops(o.view_meta_sequence),
+            )
+        )
+    return res
+
+
+def _int_or_none(x: Any) -> int | None:
+    if isinstance(x, torch.SymInt):
+        if x.node.is_nested_int():
+            raise PythonifyUnsupported("nested int sizes in a tensor subclass")
+        return None
+    if x is None:
+        return None
+    return int(x)
+
+
+def memory_format(mf: Any) -> MemoryFormat | None:
+    if mf is None:
+        return None
+    if mf.memory_format is not None:
+        return MemoryFormat(memory_format=str(mf.memory_format))
+    size = tuple(_int_or_none(s) for s in mf.size) if mf.size is not None else None
+    stride = tuple(_int_or_none(s) for s in mf.stride) if mf.stride is not None else None
+    if size is not None and None in size or stride is not None and None in stride:
+        return MemoryFormat(memory_format="torch.contiguous_format")
+    return MemoryFormat(size=size, stride=stride)  # type: ignore[arg-type]
+
+
+def _ctx_repr(ctx: Any) -> str:
+    r = repr(ctx)
+    try:
+        back = eval(r, {"torch": torch})  # noqa: S307 - checking a round trip of our own repr
+    except Exception as exc:
+        raise PythonifyUnsupported(
+            "tensor subclass flatten context", f"{r!r} does not round-trip through repr()"
+        ) from exc
+    if back != ctx:
+        raise PythonifyUnsupported("tensor subclass flatten context", f"{r!r} != its eval")
+    return r
+
+
+def tensor_meta(m: Any) -> TensorMetaRecord:
+    if isinstance(m, C.PlainTensorMeta):
+        return PlainMeta(m.unwrapped_idx, memory_format(getattr(m, "memory_format", None)))
+    if isinstance(m, C.SubclassCreationMeta):
+        cls = m.original_subclass_type or type(m.original_subclass)
+        attrs: list[tuple[str, PlainMeta | SubclassMeta | OpaqueLeaf]] = []
+        for name, am in m.attrs.items():
+            if isinstance(am, C.OpaqueMeta):
+                attrs.append((name, OpaqueLeaf()))
+            else:
+                attrs.append((name, tensor_meta(am)))
+        return SubclassMeta(
+            type_path=type_path(cls),
+            ctx_repr=_ctx_repr(m.meta),
+            attrs=tuple(attrs),
+            outer_size=tuple(_int_or_none(s) for s in m.outer_size),
+            outer_stride=tuple(_int_or_none(s) for s in m.outer_stride),
+            arg_count=int(m.arg_count),
+            included_subclass_symints=bool(m.included_subclass_symints),
+            memory_format=memory_format(getattr(m, "memory_format", None)),
+        )
+    raise PythonifyUnsupported(f"subclass meta {type(m).__name__}")
+
+
+def fake_out_metas(out_metas: list[Any], strides: list[Any] | None) -> list[FakeOutMeta | None]:
+    res: list[FakeOutMeta | None] = []
+    for i, t in enumerate(out_metas):
+        if not isinstance(t, torch.Tensor):
+            res.append(None)
+            continue
+        stride = tuple(t.stride())
+        if strides and i < len(strides) and strides[i] is not None:
+            stride = tuple(strides[i])
+        try:
+            res.append(
+                FakeOutMeta(tuple(int(s) for s in t.shape), tuple(int(s) for s in stride),
+                            str(t.dtype), str(t.device))
+            )
+        except (TypeError, RuntimeError) as exc:
+            raise PythonifyUnsupported("FakifiedOutWrapper with symbolic shapes") from exc
+    return res
+
+
+def slice_pair(s: slice) -> tuple[int, int]:
+    return (int(s.start or 0), int(s.stop or 0))

@@ -1,0 +1,45 @@
+"""Shared test setup: every test starts and ends with a clean compile state."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+
+import pytest
+
+with warnings.catch_warnings():
+    # The CPU wheel warns on import when numpy is absent; nothing here needs numpy.
+    warnings.filterwarnings("ignore", "Failed to initialize NumPy", UserWarning)
+    import torch
+    import torch._dynamo
+    import torch._functorch.config
+
+
+@pytest.fixture(autouse=True)
+def _isolate_compile_state() -> Iterator[None]:
+    """Reset Dynamo around each test and undo grad-mode and config changes it leaked.
+
+    Tests change configs with ``torch._dynamo.config.patch(...)`` (or the functorch one); the
+    restore here is a safety net, so that one test's leak cannot change another's outcome.
+    """
+    configs = (torch._dynamo.config, torch._functorch.config)
+    saved = [config.get_config_copy() for config in configs]
+    grad_enabled = torch.is_grad_enabled()
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+    torch.set_grad_enabled(grad_enabled)
+    for config, before in zip(configs, saved, strict=True):
+        after = config.get_config_copy()
+        for key, value in before.items():
+            if after[key] != value:  # set only what changed: deprecated keys warn when set
+                setattr(config, key, value)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if torch.cuda.is_available():
+        return
+    skip_cuda = pytest.mark.skip(reason="needs a GPU (torch.cuda.is_available() is False)")
+    for item in items:
+        if item.get_closest_marker("cuda") is not None:
+            item.add_marker(skip_cuda)
