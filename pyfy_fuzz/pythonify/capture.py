@@ -38,8 +38,53 @@ class GraphInputRecord:
     """One input of the compiled graph: where it comes from and what it looked like."""
 
     source: str  # expression over L / G, e.g. "L['x']" or "L['self']._parameters['w']"
-    example: Any  # the (copied) example value, for guards
+    example: Any  # the (copied) example value; identity is used to map outputs back
     dynamic_dims: tuple[int, ...] = ()
+    snapshot: InputSnapshot | None = None  # taken before the capture call mutates anything
+
+
+@dataclass(frozen=True)
+class InputSnapshot:
+    """A graph input as the compile saw it, before the capture run could mutate it."""
+
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: str
+    device: str
+    requires_grad: bool
+    cls: type
+    obj_id: int
+    storages: frozenset[tuple[int, str]]
+
+
+def snapshot(x: Any) -> InputSnapshot | None:
+    if not isinstance(x, torch.Tensor):
+        return None
+    return InputSnapshot(
+        shape=tuple(int(s) for s in x.shape),
+        stride=tuple(int(s) for s in x.stride()),
+        dtype=str(x.dtype),
+        device=str(x.device),
+        requires_grad=bool(x.requires_grad),
+        cls=type(x),
+        obj_id=id(x),
+        storages=frozenset(_storage_keys(x)),
+    )
+
+
+def _storage_keys(t: torch.Tensor) -> list[tuple[int, str]]:
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    if is_traceable_wrapper_subclass(t):
+        attrs, _ = t.__tensor_flatten__()
+        out: list[tuple[int, str]] = []
+        for a in attrs:
+            out += _storage_keys(getattr(t, a))
+        return out
+    try:
+        return [(t.untyped_storage()._cdata, str(t.device))]
+    except (RuntimeError, NotImplementedError):
+        return []
 
 
 @dataclass
@@ -210,6 +255,8 @@ class _Recorder:
         meta = spec.fw_metadata
         if getattr(spec, "backward_state_indices", None):
             raise PythonifyUnsupported("BackwardState inputs (compiled autograd)")
+        if getattr(meta, "num_opaque_objects_saved_for_bw", 0):
+            raise PythonifyUnsupported("opaque objects saved for backward")
         if meta.num_graphsafe_rng_states:
             raise PythonifyUnsupported("graph-safe RNG states (CUDA generators in the graph)")
         sub = spec.maybe_subclass_meta
@@ -304,6 +351,7 @@ def capture(
     grad_enabled = torch.is_grad_enabled()
     fconfig = torch._functorch.config
     patches: dict[str, Any] = dict(force_non_lazy_backward_lowering=True, enable_autograd_cache=False)
+    module_state = _save_module_state(fn) if is_module else []
     try:
         with rec.hooks(), fconfig.patch(**patches), _inductor_cache_off(backend):
             if frontend == "dynamo":
@@ -315,6 +363,7 @@ def capture(
     finally:
         torch.random.set_rng_state(rng)
         torch.set_grad_enabled(grad_enabled)
+        _restore_module_state(module_state)
     cap = Capture(
         backend=backend,
         frontend=frontend,
@@ -336,6 +385,19 @@ def capture(
         raise PythonifyUnsupported("a program without a compiled graph", "nothing was compiled")
     cap.static_input_indices = rec.wrappers["RuntimeWrapper"]["static_input_indices"]
     return cap
+
+
+def _save_module_state(m: torch.nn.Module) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The capture run executes fn once; undo what it does to parameters and buffers."""
+    with torch.no_grad():
+        return [(t, t.detach().clone()) for t in [*m.parameters(), *m.buffers()]]
+
+
+def _restore_module_state(saved: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    with torch.no_grad():
+        for t, v in saved:
+            if t.shape == v.shape:
+                t.copy_(v)
 
 
 @contextlib.contextmanager
@@ -382,7 +444,10 @@ def _capture_dynamo(
                 )
             graph_inputs.append(
                 GraphInputRecord(
-                    source=name() if callable(name) else name, example=ga.example, dynamic_dims=dyn
+                    source=name() if callable(name) else name,
+                    example=ga.example,
+                    dynamic_dims=dyn,
+                    snapshot=snapshot(ga.example),
                 )
             )
         if backend == "aot_eager":
@@ -425,7 +490,10 @@ def _bound_locals(fn: Any, args: tuple[Any, ...], is_module: bool) -> dict[str, 
     L = dict(zip(names, args, strict=True))
     target = type(fn).forward if is_module else fn
     if is_module:
+        # Dynamo traces the module call through a frame whose locals are fn/args/kwargs
+        # (torch 2.13); older frames name forward's own `self`. Offer both.
         L[_self_name(fn)] = fn
+        L.update(fn=fn, args=tuple(args), kwargs={})
     code = getattr(target, "__code__", None)
     closure = getattr(target, "__closure__", None) or ()
     if code is not None:
@@ -446,6 +514,7 @@ def _capture_aot(
             source=f"L[{arg_names[int(p[0])]!r}]{p[1]}",
             example=a,
             dynamic_dims=tuple(range(a.dim())) if dynamic and isinstance(a, torch.Tensor) else (),
+            snapshot=snapshot(a),
         )
         for p, a in zip(paths, flat, strict=True)
     ]

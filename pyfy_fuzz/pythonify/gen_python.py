@@ -330,12 +330,16 @@ _FN_NAMES = {
 }
 
 
+def _s(v: int | None) -> str:
+    return "" if v is None else str(v)
+
+
 def _autograd_function(node: AOTAutogradWrapperNode, fw: str, bw: str) -> str:
     nm = len(node.mutated_inp_runtime_indices)
     no = node.num_outputs
-    a, b = node.tensors_saved_for_bw_with_vc_check_slice
-    c, d = node.tensors_saved_for_bw_no_vc_check_slice
-    e_, f_ = node.symints_saved_for_bw_slice
+    a, b = (_s(v) for v in node.tensors_saved_for_bw_with_vc_check_slice)
+    c, d = (_s(v) for v in node.tensors_saved_for_bw_no_vc_check_slice)
+    e_, f_ = (_s(v) for v in node.symints_saved_for_bw_slice)
     nfr = node.num_forward_returns
     fwd: list[str] = []
     call = f"fw_outs = list({fw}(list(deduped_flat_tensor_args)))"

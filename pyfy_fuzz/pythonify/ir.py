@@ -268,9 +268,9 @@ class AOTAutogradWrapperNode(IRNode):
     mutated_inp_runtime_indices: list[int] = field(default_factory=list)
     input_info: list[InputInfo] = field(default_factory=list)
     output_info: list[OutputInfo] = field(default_factory=list)
-    tensors_saved_for_bw_with_vc_check_slice: tuple[int, int] = (0, 0)
-    tensors_saved_for_bw_no_vc_check_slice: tuple[int, int] = (0, 0)
-    symints_saved_for_bw_slice: tuple[int, int] = (0, 0)
+    tensors_saved_for_bw_with_vc_check_slice: tuple[int | None, int | None] = (0, 0)
+    tensors_saved_for_bw_no_vc_check_slice: tuple[int | None, int | None] = (0, 0)
+    symints_saved_for_bw_slice: tuple[int | None, int | None] = (0, 0)
     num_symints_saved_for_bw: int = 0
     num_backward_tokens: int = 0
     is_rng_op_functionalized: bool = False

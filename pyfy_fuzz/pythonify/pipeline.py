@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from .capture import Capture
 from .errors import PythonifyUnsupported
@@ -141,29 +140,28 @@ def _guards(cap: Capture) -> GuardNode:
     by_obj: dict[int, list[int]] = {}
     by_storage: dict[tuple[int, str], list[int]] = {}
     for i, r in enumerate(cap.inputs):
-        ex = r.example
-        if isinstance(ex, torch.Tensor):
+        snap = r.snapshot
+        if snap is not None:
             dyn = set(r.dynamic_dims)
-            shape = tuple(None if d in dyn else int(s) for d, s in enumerate(ex.shape))
             node.tensors.append(
                 TensorGuard(
                     index=i,
                     source=r.source,
-                    dtype=str(ex.dtype),
-                    device=str(ex.device),
-                    shape=shape,
-                    requires_grad=bool(ex.requires_grad),
-                    type_path=type_path(type(ex)),
-                    stride=None if dyn else tuple(int(x) for x in ex.stride()),
+                    dtype=snap.dtype,
+                    device=snap.device,
+                    shape=tuple(None if d in dyn else s for d, s in enumerate(snap.shape)),
+                    requires_grad=snap.requires_grad,
+                    type_path=type_path(snap.cls),
+                    stride=None if dyn else snap.stride,
                 )
             )
-            by_obj.setdefault(id(ex), []).append(i)
-            for st in _storages(ex):
+            by_obj.setdefault(snap.obj_id, []).append(i)
+            for st in snap.storages:
                 by_storage.setdefault(st, []).append(i)
-        elif isinstance(ex, torch.SymInt | int) and not isinstance(ex, bool):
+        elif isinstance(r.example, torch.SymInt | int) and not isinstance(r.example, bool):
             node.values.append(ValueGuard(index=i, source=r.source, kind="symint"))
         else:
-            raise PythonifyUnsupported(f"a graph input of type {type(ex).__name__}", r.source)
+            raise PythonifyUnsupported(f"a graph input of type {type(r.example).__name__}", r.source)
     node.same_object = [g for g in by_obj.values() if len(g) > 1]
     seen: set[tuple[int, ...]] = set()
     for g in by_storage.values():
@@ -172,20 +170,6 @@ def _guards(cap: Capture) -> GuardNode:
             seen.add(uniq)
             node.shared_storage.append(list(uniq))
     return node
-
-
-def _storages(t: torch.Tensor) -> list[tuple[int, str]]:
-    if is_traceable_wrapper_subclass(t):
-        attrs, _ = t.__tensor_flatten__()
-        out: list[tuple[int, str]] = []
-        for a in attrs:
-            out += _storages(getattr(t, a))
-        return out
-    try:
-        st = t.untyped_storage()
-        return [(st._cdata, str(t.device))]
-    except (RuntimeError, NotImplementedError):
-        return []
 
 
 def _cudagraph_nodes(cap: Capture, training: bool) -> list[CUDAGraphSetupNode]:
@@ -212,8 +196,9 @@ def _cudagraph_nodes(cap: Capture, training: bool) -> list[CUDAGraphSetupNode]:
         n.mutated_input_indices = mutated  # type: ignore[attr-defined]
         return [n]
     ag = cap.wrappers["AOTDispatchAutograd"]
-    a, b = ag["tensors_saved_for_bw_with_vc_check_slice"]
-    c, d = ag["tensors_saved_for_bw_no_vc_check_slice"]
+    n_fw = cap.graphs["forward"].num_outputs
+    a, b, _ = slice(*ag["tensors_saved_for_bw_with_vc_check_slice"]).indices(n_fw)
+    c, d, _ = slice(*ag["tensors_saved_for_bw_no_vc_check_slice"]).indices(n_fw)
     fw = CUDAGraphSetupNode(
         graph_id="forward",
         phase=CUDAGraphPhase.FORWARD,

@@ -215,5 +215,8 @@ def fake_out_metas(out_metas: list[Any], strides: list[Any] | None) -> list[Fake
     return res
 
 
-def slice_pair(s: slice) -> tuple[int, int]:
-    return (int(s.start or 0), int(s.stop or 0))
+def slice_pair(s: slice) -> tuple[int | None, int | None]:
+    """A slice over the forward outputs as (start, stop); negative and None kept as Python has them."""
+    if s.step not in (None, 1):
+        raise PythonifyUnsupported("a strided saved-tensor slice", repr(s))
+    return (s.start, s.stop)

@@ -308,6 +308,8 @@ def _bind_locals(args):
 
             params = list(inspect.signature(target).parameters)
             L[params[0]] = fn
+            # Dynamo traces a module call through a frame with locals fn/args/kwargs.
+            L.update(fn=fn, args=tuple(args), kwargs={})
         code = getattr(target, "__code__", None)
         cells = getattr(target, "__closure__", None) or ()
         if code is not None:
