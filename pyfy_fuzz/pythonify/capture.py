@@ -104,6 +104,9 @@ class Capture:
     render: RenderContext = field(default_factory=RenderContext)
     grad_enabled: bool = True
     debug_assert: bool = False
+    # Tensor leaves of the call's arguments (source, snapshot): Dynamo guards on how they alias
+    # even when it dedupes them before AOTAutograd sees them.
+    arg_leaves: list[tuple[str, InputSnapshot]] = field(default_factory=list)
     static_input_indices: list[int] = field(default_factory=list)
 
 
@@ -346,6 +349,7 @@ def capture(
     if len(args) != len(arg_names):
         raise ValueError(f"fn takes {len(arg_names)} arguments ({arg_names}), got {len(args)}")
     copies = clone_preserving_aliasing(args)
+    arg_leaves = _arg_leaves(arg_names, copies)
     rec = _Recorder(backend)
     rng = torch.random.get_rng_state()
     grad_enabled = torch.is_grad_enabled()
@@ -379,6 +383,7 @@ def capture(
         render=rec.render,
         grad_enabled=grad_enabled,
         debug_assert=bool(fconfig.debug_assert),
+        arg_leaves=arg_leaves,
     )
     cap.graphs = _render_graphs(rec, cap)
     if "RuntimeWrapper" not in rec.wrappers:
@@ -555,6 +560,16 @@ def _capture_aot(
     graph_outputs = pytree.tree_leaves(ret)
     out_expr = _aot_output_expr(ret, graph_outputs)
     return compiled, inputs, out_expr
+
+
+def _arg_leaves(arg_names: list[str], args: tuple[Any, ...]) -> list[tuple[str, InputSnapshot]]:
+    out = []
+    for path, leaf in pytree.tree_flatten_with_path(args)[0]:
+        snap = snapshot(leaf)
+        if snap is not None:
+            first, rest = _path_expr(path)
+            out.append((f"L[{arg_names[first]!r}]{rest}", snap))
+    return out
 
 
 def _trace_flat(flat_fn: Callable[..., Any], n: int) -> torch.fx.GraphModule:

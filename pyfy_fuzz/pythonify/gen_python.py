@@ -648,7 +648,16 @@ _TENSOR_GUARDS = [
 _SYMINT_GUARDS = {values!r}
 _SAME_OBJECT = {g.same_object!r}
 _SHARED_STORAGE = {g.shared_storage!r}
-_GRAD_ENABLED = {g.grad_enabled!r}'''
+_GRAD_ENABLED = {g.grad_enabled!r}
+# How the tensor leaves of the arguments aliased each other at compile time.
+_ARG_SOURCES = {g.arg_sources!r}
+_ARG_SAME_OBJECT = {g.arg_same_object!r}
+_ARG_SHARED_STORAGE = {g.arg_shared_storage!r}
+
+
+def _gather_arg_leaves(L):
+    return [
+{"".join(f"        {s},{chr(10)}" for s in g.arg_sources)}    ]'''
 
 
 def _entry_section(ir: PythonifyIR, outer: str) -> str:
@@ -677,6 +686,7 @@ def call(*args):
     L, G = _bind_locals(args)
     flat = _gather_inputs(L, G)
     _check_guards(flat)
+    _check_aliasing(_gather_arg_leaves(L), _ARG_SOURCES, _ARG_SAME_OBJECT, _ARG_SHARED_STORAGE)
     outs = {outer}(flat)
     return {e.output_expr}'''
 

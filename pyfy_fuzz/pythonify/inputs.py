@@ -20,7 +20,6 @@ class _Copier:
     def __init__(self) -> None:
         self.by_id: dict[int, torch.Tensor] = {}
         self.storages: dict[tuple[int, str], torch.UntypedStorage] = {}
-        self.bases: dict[int, torch.Tensor] = {}
 
     def storage(self, t: torch.Tensor) -> torch.UntypedStorage:
         st = t.untyped_storage()
@@ -47,11 +46,6 @@ class _Copier:
         one = torch.ones((), dtype=like.dtype, device=like.device, requires_grad=True)
         return new.mul_(one)
 
-    def base(self, b: torch.Tensor) -> torch.Tensor:
-        if id(b) not in self.bases:
-            self.bases[id(b)] = self.with_grad(self.raw(b), b)
-        return self.bases[id(b)]
-
     def copy(self, t: Any) -> Any:
         if not isinstance(t, torch.Tensor):
             return t
@@ -64,7 +58,7 @@ class _Copier:
             if t.requires_grad and t.is_leaf:
                 new.requires_grad_(True)
         elif t._base is not None:
-            base = self.base(t._base)
+            base = self.copy(t._base)
             new = base.as_strided(t.size(), t.stride(), t.storage_offset())
             if t.requires_grad and not new.requires_grad:
                 new.requires_grad_(True)

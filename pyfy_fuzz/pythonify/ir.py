@@ -427,6 +427,11 @@ class GuardNode:
     same_object: list[list[int]] = field(default_factory=list)
     shared_storage: list[list[int]] = field(default_factory=list)
     grad_enabled: bool = True
+    # The same, over the tensor leaves of the call's arguments (Dynamo dedupes f(x, x) before
+    # AOTAutograd, so graph inputs alone cannot tell that the two arguments were one tensor).
+    arg_sources: list[str] = field(default_factory=list)
+    arg_same_object: list[list[int]] = field(default_factory=list)
+    arg_shared_storage: list[list[int]] = field(default_factory=list)
 
 
 @dataclass

@@ -162,14 +162,30 @@ def _guards(cap: Capture) -> GuardNode:
             node.values.append(ValueGuard(index=i, source=r.source, kind="symint"))
         else:
             raise PythonifyUnsupported(f"a graph input of type {type(r.example).__name__}", r.source)
-    node.same_object = [g for g in by_obj.values() if len(g) > 1]
+    node.same_object, node.shared_storage = _alias_groups(by_obj, by_storage)
+    node.arg_sources = [src for src, _ in cap.arg_leaves]
+    a_obj: dict[int, list[int]] = {}
+    a_st: dict[tuple[int, str], list[int]] = {}
+    for i, (_, snap) in enumerate(cap.arg_leaves):
+        a_obj.setdefault(snap.obj_id, []).append(i)
+        for st in snap.storages:
+            a_st.setdefault(st, []).append(i)
+    node.arg_same_object, node.arg_shared_storage = _alias_groups(a_obj, a_st)
+    return node
+
+
+def _alias_groups(
+    by_obj: dict[int, list[int]], by_storage: dict[tuple[int, str], list[int]]
+) -> tuple[list[list[int]], list[list[int]]]:
+    same = [g for g in by_obj.values() if len(g) > 1]
+    shared: list[list[int]] = []
     seen: set[tuple[int, ...]] = set()
     for g in by_storage.values():
         uniq = tuple(sorted(set(g)))
         if len(uniq) > 1 and uniq not in seen:
             seen.add(uniq)
-            node.shared_storage.append(list(uniq))
-    return node
+            shared.append(list(uniq))
+    return same, shared
 
 
 def _cudagraph_nodes(cap: Capture, training: bool) -> list[CUDAGraphSetupNode]:

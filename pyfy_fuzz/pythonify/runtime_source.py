@@ -370,24 +370,39 @@ def _check_guards(flat):
                 f"{src}: expected requires_grad={requires_grad}, got {x.requires_grad}"
             )
     tensor_idx = [g[0] for g in _TENSOR_GUARDS]
-    same = {frozenset(g) for g in _SAME_OBJECT}
-    shared = {frozenset(g) for g in _SHARED_STORAGE}
-    keys = {i: _storage_keys(flat[i]) for i in tensor_idx}
-    for n, i in enumerate(tensor_idx):
-        for j in tensor_idx[n + 1:]:
-            was_same = any(i in g and j in g for g in same)
-            if (flat[i] is flat[j]) != was_same:
+    _check_aliasing(
+        [flat[i] for i in tensor_idx],
+        [INPUT_SOURCES[i] for i in tensor_idx],
+        _remap(_SAME_OBJECT, tensor_idx),
+        _remap(_SHARED_STORAGE, tensor_idx),
+    )
+
+
+def _remap(groups, idx):
+    pos = {i: n for n, i in enumerate(idx)}
+    return [[pos[i] for i in g if i in pos] for g in groups]
+
+
+def _check_aliasing(tensors, sources, same_object, shared_storage):
+    """Pairwise: the same object, or sharing storage, exactly where they were at compile time."""
+    keys = [_storage_keys(t) for t in tensors]
+    for i in range(len(tensors)):
+        for j in range(i + 1, len(tensors)):
+            was_same = any(i in g and j in g for g in same_object)
+            now_same = tensors[i] is tensors[j]
+            if now_same != was_same:
                 raise PythonifyGuardError(
-                    f"{INPUT_SOURCES[i]} and {INPUT_SOURCES[j]}: compiled as "
+                    f"{sources[i]} and {sources[j]}: compiled as "
                     f"{'the same tensor' if was_same else 'distinct tensors'}, "
-                    f"called with {'the same' if flat[i] is flat[j] else 'distinct'} tensors"
+                    f"called with {'the same' if now_same else 'distinct'} tensors"
                 )
-            was_shared = was_same or any(i in g and j in g for g in shared)
-            if bool(keys[i] & keys[j]) != was_shared:
+            was_shared = was_same or any(i in g and j in g for g in shared_storage)
+            now_shared = bool(keys[i] & keys[j])
+            if now_shared != was_shared:
                 raise PythonifyGuardError(
-                    f"{INPUT_SOURCES[i]} and {INPUT_SOURCES[j]}: compiled "
+                    f"{sources[i]} and {sources[j]}: compiled "
                     f"{'sharing' if was_shared else 'not sharing'} storage, called "
-                    f"{'sharing' if keys[i] & keys[j] else 'not sharing'} storage"
+                    f"{'sharing' if now_shared else 'not sharing'} storage"
                 )'''
 
 

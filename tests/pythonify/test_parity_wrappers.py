@@ -1,0 +1,229 @@
+"""Dispatch, effect-token, subclass and debug-assert wrapper paths: parity (aot_eager)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.testing._internal.two_tensor import TwoTensor
+
+from .parity import check_parity
+
+
+def r(*shape, rg=False, seed=0):
+    g = torch.Generator().manual_seed(seed + 7 * sum(shape))
+    return torch.randn(*shape, generator=g).requires_grad_(rg)
+
+
+# ----------------------------------------------------------------------------- AOTDedupeWrapper
+
+
+def test_dedupe_duplicated_mutated_arg_aot_frontend(tmp_path):
+    def f(a, b):
+        a.add_(1)
+        return a * b
+
+    def make():
+        x = r(4)
+        return (x, x)
+
+    check_parity(tmp_path, f, make, frontend="aot", expect="AOTDedupeWrapper",
+                 bad_args=lambda: (r(4), r(4, seed=1)))
+
+
+def test_duplicated_args_at_dynamo_boundary(tmp_path):
+    def f(a, b):
+        return a * b + a
+
+    def make():
+        x = r(4, rg=True)
+        return (x, x)
+
+    res = check_parity(tmp_path, f, make, bad_args=lambda: (r(4, rg=True), r(4, rg=True, seed=1)))
+    # Dynamo dedupes repeated arguments itself: AOTAutograd sees one input.
+    assert "AOTDedupeWrapper" not in res.active_wrappers
+    assert len(res.ir.entry.input_sources) == 1
+
+
+# ----------------------------------------------------------------------- AOTSyntheticBaseWrapper
+
+
+def test_synthetic_base_views_of_one_base_1d(tmp_path):
+    def f(a, b):
+        a.mul_(2)
+        return a + b
+
+    def make():
+        base = r(8)
+        return (base[:5], base[3:])
+
+    check_parity(tmp_path, f, make, expect="AOTSyntheticBaseWrapper",
+                 bad_args=lambda: (r(5), r(5)))
+
+
+def test_synthetic_base_overlapping_strided_nd(tmp_path):
+    def f(a, b):
+        a.add_(1)
+        return a.sum() + b.sum()
+
+    def make():
+        base = r(4, 6)
+        return (base[:, ::2], base[1:3, 1:5])
+
+    check_parity(tmp_path, f, make, expect="AOTSyntheticBaseWrapper")
+
+
+def test_synthetic_base_base_with_its_view_training(tmp_path):
+    def f(base, view):
+        view.mul_(3)
+        return base * 2
+
+    def make():
+        leaf = r(3, 4, rg=True)
+        base = leaf.clone()
+        return (base, base[1])
+
+    check_parity(tmp_path, f, make, expect=["AOTSyntheticBaseWrapper", "AOTDispatchAutograd"])
+
+
+def test_synthetic_base_set_shared_storage(tmp_path):
+    def f(a, b):
+        a.add_(1)
+        return b * 2
+
+    def make():
+        a = r(6)
+        b = torch.empty(0)
+        b.set_(a.untyped_storage(), 0, (6,), (1,))
+        return (a, b)
+
+    check_parity(tmp_path, f, make, expect="AOTSyntheticBaseWrapper")
+
+
+def test_synthetic_base_metadata_mutation_aot_frontend(tmp_path):
+    def f(a, b):
+        a.mul_(2)
+        b.t_()
+        return a + 1
+
+    def make():
+        base = r(4, 4)
+        return (base[:3], base[1:])
+
+    check_parity(tmp_path, f, make, frontend="aot", expect="AOTSyntheticBaseWrapper")
+
+
+# --------------------------------------------------------------------------- EffectTokensWrapper
+
+
+def test_effect_tokens_aten_print(tmp_path, capfd):
+    def f(x):
+        torch.ops.aten._print("hello from the graph")
+        return x.sin()
+
+    check_parity(tmp_path, f, lambda: (r(4),), expect="EffectTokensWrapper", calls=1)
+    out = capfd.readouterr().out
+    # eager, torch.compile and the file each printed once (plus once during capture).
+    assert out.count("hello from the graph") == 4
+
+
+def test_effect_tokens_training(tmp_path):
+    def f(x):
+        torch.ops.aten._print("training effect")
+        return (x * x).sum()
+
+    check_parity(tmp_path, f, lambda: (r(4, rg=True),),
+                 expect=["EffectTokensWrapper", "AOTDispatchAutograd"], calls=1)
+
+
+# -------------------------------------------------------------------- AOTDispatchSubclassWrapper
+
+
+def tt(*shape, rg=False, seed=0):
+    t = TwoTensor(r(*shape, seed=seed), r(*shape, seed=seed + 1))
+    return t.requires_grad_(rg) if rg else t
+
+
+def test_subclass_inputs_and_outputs(tmp_path):
+    def f(x, y):
+        return x * 2 + y, (x + 1).sum()
+
+    check_parity(tmp_path, f, lambda: (tt(3, 4), r(3, 4, seed=5)),
+                 expect="AOTDispatchSubclassWrapper", bad_args=lambda: (r(3, 4), r(3, 4)))
+
+
+def test_subclass_training(tmp_path):
+    def f(x):
+        return x.sin() * x
+
+    check_parity(tmp_path, f, lambda: (tt(3, 4, rg=True),),
+                 expect=["AOTDispatchSubclassWrapper", "AOTDispatchAutograd"])
+
+
+def test_subclass_mutated_input(tmp_path):
+    def f(x):
+        x.mul_(2)
+        return x + 1
+
+    check_parity(tmp_path, f, lambda: (tt(4),), expect="AOTDispatchSubclassWrapper")
+
+
+def test_subclass_dynamic(tmp_path):
+    def f(x):
+        return x.cos() + x.shape[0]
+
+    check_parity(tmp_path, f, lambda: (tt(5, 3),), dynamic=True,
+                 expect="AOTDispatchSubclassWrapper")
+
+
+# ---------------------------------------------------------------------------- DebugAssertWrapper
+
+
+def test_debug_assert_wrapper(tmp_path):
+    def f(x, y):
+        return x * y
+
+    with torch._functorch.config.patch(debug_assert=True):
+        check_parity(tmp_path, f, lambda: (r(4, rg=True), r(4)), expect="DebugAssertWrapper")
+
+
+# ---------------------------------------------------------------------------------- guards
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda: (r(4).double(), r(4)),
+        lambda: (r(4, rg=True), r(4)),
+        lambda: (r(2, 2), r(4)),
+    ],
+    ids=["dtype", "requires_grad", "shape"],
+)
+def test_guards_raise_on_violations(tmp_path, bad):
+    def f(a, b):
+        return a + b
+
+    check_parity(tmp_path, f, lambda: (r(4), r(4, seed=1)), bad_args=bad, calls=1)
+
+
+def test_guard_rejects_new_aliasing(tmp_path):
+    def f(a, b):
+        a.add_(1)
+        return b * 2
+
+    def aliased():
+        base = r(8)
+        return (base[:4], base[4:])
+
+    check_parity(tmp_path, f, lambda: (r(4), r(4, seed=1)), bad_args=aliased, calls=1)
+
+
+def test_guard_grad_mode(tmp_path):
+    from pyfy_fuzz.pythonify import PythonifyGuardError, load, pythonify
+
+    def f(a):
+        return a * 2
+
+    res = pythonify(f, (r(4, rg=True),), tmp_path / "p.py")
+    mod = load(res.path, bind=f)
+    with torch.no_grad(), pytest.raises(PythonifyGuardError, match="grad mode"):
+        mod.call(r(4, rg=True))
