@@ -330,7 +330,7 @@ class _CUDAGraphRunner:
         if self.emulate and "_EmulatedCUDAGraph" not in globals():
             raise RuntimeError("emulate=True, but this file was generated without the emulation")
         mutated = [i for i in self.mutated_input_indices if i not in self._static]
-        if False:
+        if mutated:
             self.skipped_reason = (
                 f"graph mutates non-static inputs {mutated}: a replay would mutate the static "
                 "input buffers, not the caller's tensors"
