@@ -558,8 +558,19 @@ def _capture_aot(
 
     ret = compiled(*copies)
     graph_outputs = pytree.tree_leaves(ret)
+    _force_backward(rec, graph_outputs)
     out_expr = _aot_output_expr(ret, graph_outputs)
     return compiled, inputs, out_expr
+
+
+def _force_backward(rec: _Recorder, outs: list[Any]) -> None:
+    """aot_function compiles the backward lazily, whatever force_non_lazy_backward_lowering
+    says; one backward through the capture run's outputs (on our copies) compiles it now."""
+    if "AOTDispatchAutograd" not in rec.wrappers or any(r == "backward" for r, _, _ in rec.gms):
+        return
+    diff = [o for o in outs if isinstance(o, torch.Tensor) and o.requires_grad]
+    if diff:
+        torch.autograd.backward(diff, [torch.ones_like(o) for o in diff])
 
 
 def _arg_leaves(arg_names: list[str], args: tuple[Any, ...]) -> list[tuple[str, InputSnapshot]]:

@@ -381,6 +381,8 @@ class CUDAGraphSetupNode(IRNode):
     device_index: int | None = None
     skip_dynamic_graphs: bool = False
     emulate: bool = True
+    # Non-static inputs the graph mutates: torch skips CUDA graphs for those, and so do we.
+    mutated_input_indices: list[int] = field(default_factory=list)
 
     def accept(self, visitor: CodeGenVisitor) -> Any:
         return visitor.visit_cudagraph_setup(self)

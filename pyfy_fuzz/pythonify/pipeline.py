@@ -207,9 +207,9 @@ def _cudagraph_nodes(cap: Capture, training: bool) -> list[CUDAGraphSetupNode]:
             graph_id="inference",
             phase=CUDAGraphPhase.INFERENCE,
             static_input_indices=list(cap.static_input_indices),
+            mutated_input_indices=mutated,
             **common,  # type: ignore[arg-type]
         )
-        n.mutated_input_indices = mutated  # type: ignore[attr-defined]
         return [n]
     ag = cap.wrappers["AOTDispatchAutograd"]
     n_fw = cap.graphs["forward"].num_outputs
@@ -222,9 +222,9 @@ def _cudagraph_nodes(cap: Capture, training: bool) -> list[CUDAGraphSetupNode]:
         saved_tensor_indices=[*range(a, b), *range(c, d)],
         num_forward_outputs=ag["num_forward_returns"],
         backward_graph_id="backward",
+        mutated_input_indices=mutated,
         **common,  # type: ignore[arg-type]
     )
-    fw.mutated_input_indices = mutated  # type: ignore[attr-defined]
     nsym = ag["num_symints_saved_for_bw"]
     nsaved = (b - a) + (d - c)
     bw = CUDAGraphSetupNode(
@@ -234,7 +234,6 @@ def _cudagraph_nodes(cap: Capture, training: bool) -> list[CUDAGraphSetupNode]:
         saved_tensor_indices=list(range(nsym, nsym + nsaved)),
         **common,  # type: ignore[arg-type]
     )
-    bw.mutated_input_indices = []  # type: ignore[attr-defined]
     return [fw, bw]
 
 

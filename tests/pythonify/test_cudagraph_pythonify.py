@@ -1,0 +1,85 @@
+"""mode="reduce-overhead": the generated file captures and replays CUDA graphs (emulated on CPU)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pyfy_fuzz.pythonify import load, pythonify
+
+
+def test_inference_replay_matches_and_old_outputs_survive(tmp_path):
+    w = torch.randn(4, 4)
+
+    def f(x):
+        return (x @ w).relu(), x * 2
+
+    res = pythonify(f, (torch.randn(3, 4),), tmp_path / "p.py", mode="reduce-overhead")
+    src = res.path.read_text()
+    assert "_cudagraph_inference = _CUDAGraphRunner(" in src and "emulate=True" in src
+    mod = load(res.path, bind=f)
+    xs = [torch.randn(3, 4) for _ in range(4)]
+    outs = [mod.call(x) for x in xs]
+    runner = mod._cudagraph_inference
+    assert runner.num_captures == 1 and runner.num_replays >= 2
+    # Outputs of earlier replays are not overwritten by later ones, and match eager.
+    for x, out in zip(xs, outs, strict=True):
+        torch.testing.assert_close(out[0], f(x)[0], rtol=0, atol=0)
+        torch.testing.assert_close(out[1], x * 2, rtol=0, atol=0)
+
+
+def test_training_forward_and_backward_graphs(tmp_path):
+    def f(x, w):
+        return (x @ w).sin().sum()
+
+    def make(seed):
+        g = torch.Generator().manual_seed(seed)
+        return (torch.randn(3, 4, generator=g, requires_grad=True),
+                torch.randn(4, 2, generator=g, requires_grad=True))
+
+    res = pythonify(f, make(0), tmp_path / "p.py", mode="reduce-overhead")
+    mod = load(res.path, bind=f)
+    losses, grads = [], []
+    for seed in range(3):
+        args = make(seed)
+        losses.append(mod.call(*args))
+        grads.append(args)
+    for (x, w), loss in zip(grads, reversed(losses[::-1]), strict=True):
+        loss.backward()
+    for seed, (x, w) in enumerate(grads):
+        ex, ew = make(seed)
+        f(ex, ew).backward()
+        torch.testing.assert_close(x.grad, ex.grad, rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(w.grad, ew.grad, rtol=1e-6, atol=1e-6)
+    assert mod._cudagraph_forward.num_captures == 1
+    assert mod._cudagraph_backward.num_captures == 1
+
+
+def test_mutated_input_skips_cudagraphs_and_keeps_mutation(tmp_path):
+    def f(x):
+        x.add_(1)
+        return x * 2
+
+    res = pythonify(f, (torch.randn(4),), tmp_path / "p.py", mode="reduce-overhead")
+    mod = load(res.path, bind=f)
+    x = torch.zeros(4)
+    for _ in range(3):
+        mod.call(x)
+    assert torch.equal(x, torch.full((4,), 3.0))
+    assert mod._cudagraph_inference.skipped_reason is not None
+    assert mod._cudagraph_inference.num_captures == 0
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_cuda_parity_with_reduce_overhead(tmp_path):  # pragma: no cover - GPU only
+    def f(x):
+        return (x * 2).sin()
+
+    x = torch.randn(8, device="cuda")
+    res = pythonify(f, (x,), tmp_path / "p.py", backend="inductor", mode="reduce-overhead")
+    mod = load(res.path, bind=f)
+    ref = torch.compile(f, mode="reduce-overhead")
+    for _ in range(4):
+        y = torch.randn(8, device="cuda")
+        torch.testing.assert_close(mod.call(y), ref(y).clone())
