@@ -165,26 +165,65 @@ def _same_tensor_twice() -> tuple[Any, ...]:
 
 
 PROGRAMS = [
-    Program("inference_mutation_alias", "test_inference_input_mutation_and_alias_of_input",
-            _inference_mutation_alias, lambda: (r(4, 3), r(4, 3, seed=1))),
-    Program("training_saved_tensors", "test_training_saved_tensors_and_grads",
-            _training_saved, lambda: (r(3, 4, rg=True), r(4, 5, rg=True, seed=1))),
-    Program("non_leaf_mutation", "test_non_leaf_input_mutation_outside_graph",
-            _non_leaf_mutation, lambda: (r(4, rg=True).clone(), r(4, seed=2))),
-    Program("alias_of_intermediate", "test_alias_of_intermediate_outputs",
-            _alias_of_intermediate, lambda: (r(3, 4, rg=True),)),
-    Program("synthetic_base", "test_synthetic_base_views_of_one_base_1d",
-            _synthetic_base, _views_of_one_base),
-    Program("two_tensor_subclass", "test_subclass_inputs_and_outputs",
-            _two_tensor, lambda: (TwoTensor(r(3, 4), r(3, 4, seed=1)), r(3, 4, seed=5))),
-    Program("effect_tokens_print", "test_effect_tokens_aten_print",
-            _effect_tokens, lambda: (r(4),)),
-    Program("module_linear_bn", "test_module_parameters_and_buffer_mutation",
-            _module, lambda: (r(3, 4),)),
-    Program("dynamic_shapes", "test_dynamic_shapes_second_call_other_size",
-            _dynamic, lambda: (r(5, 3),), dynamic=True),
-    Program("aot_dedupe", "test_dedupe_duplicated_mutated_arg_aot_frontend",
-            _dedupe, _same_tensor_twice, frontend="aot"),
+    Program(
+        "inference_mutation_alias",
+        "test_inference_input_mutation_and_alias_of_input",
+        _inference_mutation_alias,
+        lambda: (r(4, 3), r(4, 3, seed=1)),
+    ),
+    Program(
+        "training_saved_tensors",
+        "test_training_saved_tensors_and_grads",
+        _training_saved,
+        lambda: (r(3, 4, rg=True), r(4, 5, rg=True, seed=1)),
+    ),
+    Program(
+        "non_leaf_mutation",
+        "test_non_leaf_input_mutation_outside_graph",
+        _non_leaf_mutation,
+        lambda: (r(4, rg=True).clone(), r(4, seed=2)),
+    ),
+    Program(
+        "alias_of_intermediate",
+        "test_alias_of_intermediate_outputs",
+        _alias_of_intermediate,
+        lambda: (r(3, 4, rg=True),),
+    ),
+    Program(
+        "synthetic_base",
+        "test_synthetic_base_views_of_one_base_1d",
+        _synthetic_base,
+        _views_of_one_base,
+    ),
+    Program(
+        "two_tensor_subclass",
+        "test_subclass_inputs_and_outputs",
+        _two_tensor,
+        lambda: (TwoTensor(r(3, 4), r(3, 4, seed=1)), r(3, 4, seed=5)),
+    ),
+    Program(
+        "effect_tokens_print", "test_effect_tokens_aten_print", _effect_tokens, lambda: (r(4),)
+    ),
+    Program(
+        "module_linear_bn",
+        "test_module_parameters_and_buffer_mutation",
+        _module,
+        lambda: (r(3, 4),),
+    ),
+    Program(
+        "dynamic_shapes",
+        "test_dynamic_shapes_second_call_other_size",
+        _dynamic,
+        lambda: (r(5, 3),),
+        dynamic=True,
+    ),
+    Program(
+        "aot_dedupe",
+        "test_dedupe_duplicated_mutated_arg_aot_frontend",
+        _dedupe,
+        _same_tensor_twice,
+        frontend="aot",
+    ),
 ]
 BY_NAME = {p.name: p for p in PROGRAMS}
 # Inductor compiles take seconds each on CPU: a subset covering forward-only, training,
@@ -271,8 +310,9 @@ class Bench:
         path = self.workdir / f"{p.name}_{self._n}.py"
         with self.cache_ctx():
             t0 = time.perf_counter()
-            res = pythonify(fn, args, path, backend=self.backend, frontend=p.frontend,
-                            dynamic=p.dynamic)
+            res = pythonify(
+                fn, args, path, backend=self.backend, frontend=p.frontend, dynamic=p.dynamic
+            )
             total = time.perf_counter() - t0
         # load + first call, in a fresh cache of its own in cold mode (a new process would
         # find at best the on-disk cache the compile left behind).
@@ -418,11 +458,31 @@ def report(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         for r in rows
     ]
     table.append(
-        ["geomean", "", "", "", "", "", fmt(meta["geomean_b_a"], 2), fmt(meta["geomean_b_c"], 2),
-         "", ""]
+        [
+            "geomean",
+            "",
+            "",
+            "",
+            "",
+            "",
+            fmt(meta["geomean_b_a"], 2),
+            fmt(meta["geomean_b_c"], 2),
+            "",
+            "",
+        ]
     )
-    headers = ["program", "(a) plain s", "(c) matched s", "(b) pythonify s", "capture s",
-               "codegen s", "b/a", "b/c", "load s", "1st call s"]
+    headers = [
+        "program",
+        "(a) plain s",
+        "(c) matched s",
+        "(b) pythonify s",
+        "capture s",
+        "codegen s",
+        "b/a",
+        "b/c",
+        "load s",
+        "1st call s",
+    ]
     lines = [
         f"backend={meta['backend']} repeats={meta['repeats']} warmup={meta['warmup']} "
         f"torch={meta['machine']['torch']} cpu={meta['machine']['cpu']} "
@@ -447,8 +507,14 @@ def profile_one(bench: Bench, p: Program, top: int) -> str:
         prof = cProfile.Profile()
         with bench.cache_ctx():
             prof.enable()
-            pythonify(fn, args, bench.workdir / "profiled.py", backend=bench.backend,
-                      frontend=p.frontend, dynamic=p.dynamic)
+            pythonify(
+                fn,
+                args,
+                bench.workdir / "profiled.py",
+                backend=bench.backend,
+                frontend=p.frontend,
+                dynamic=p.dynamic,
+            )
             prof.disable()
     s = io.StringIO()
     pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(top)
@@ -460,12 +526,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backend", choices=("aot_eager", "inductor"), default="aot_eager")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1, help="untimed rounds per program")
-    ap.add_argument("--programs", nargs="+", choices=sorted(BY_NAME),
-                    help="default: all for aot_eager, a 5-program subset for inductor")
+    ap.add_argument(
+        "--programs",
+        nargs="+",
+        choices=sorted(BY_NAME),
+        help="default: all for aot_eager, a 5-program subset for inductor",
+    )
     ap.add_argument("--inductor-cache", choices=("cold", "warm"), default="cold")
     ap.add_argument("--json", type=Path, help="write the results here")
-    ap.add_argument("--profile", choices=sorted(BY_NAME),
-                    help="instead of timing, cProfile one pythonify() of this program")
+    ap.add_argument(
+        "--profile",
+        choices=sorted(BY_NAME),
+        help="instead of timing, cProfile one pythonify() of this program",
+    )
     ap.add_argument("--profile-top", type=int, default=25)
     ns = ap.parse_args(argv)
 

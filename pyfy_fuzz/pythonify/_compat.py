@@ -39,7 +39,11 @@ TORCH_VERSION = torch.__version__
 WRAPPER_FIELDS: dict[str, tuple[str, ...]] = {
     "RuntimeWrapper": ("indices_of_inps_to_detach", "trace_joint", "disable_amp"),
     "EffectTokensWrapper": (),
-    "AOTDispatchSubclassWrapper": ("trace_joint", "maybe_subclass_meta", "num_fw_outs_saved_for_bw"),
+    "AOTDispatchSubclassWrapper": (
+        "trace_joint",
+        "maybe_subclass_meta",
+        "num_fw_outs_saved_for_bw",
+    ),
     "FunctionalizedRngRuntimeWrapper": ("return_new_outs",),
     "FakifiedOutWrapper": ("out_metas", "fwd_output_strides", "needs_post_compile"),
     "AOTDedupeWrapper": ("keep_arg_mask", "add_dupe_map", "needs_post_compile"),

@@ -138,9 +138,7 @@ class _Recorder:
         out = compile_fx_inner(gm, example_inputs, **kwargs)
         src = getattr(out, "source_code", None)
         if not isinstance(src, str):
-            raise PythonifyUnsupported(
-                "inductor output without source_code", type(out).__name__
-            )
+            raise PythonifyUnsupported("inductor output without source_code", type(out).__name__)
         check = tuple(int(i) for i in getattr(out, "inputs_to_check", ()) or ())
         mutated = {int(i) for i in getattr(out, "mutated_input_idxs", ()) or ()}
         if getattr(out, "_defers_input_alignment", False):
@@ -159,7 +157,7 @@ class _Recorder:
             cls.post_compile = self._wrap_post_compile(name, cls.post_compile)  # type: ignore[attr-defined]
         ada = C.autograd_dispatch_class()
         saved.append((ada, "post_compile", ada.__dict__["post_compile"]))
-        orig_ada = ada.post_compile
+        orig_ada = ada.post_compile  # type: ignore[attr-defined]
 
         def ada_post_compile(spec: Any) -> Any:
             self._record_autograd(spec)
@@ -176,7 +174,9 @@ class _Recorder:
         recorder = self
 
         @functools.wraps(orig)
-        def post_compile(self: Any, compiled_fn: Any, aot_config: Any, *, runtime_metadata: Any) -> Any:
+        def post_compile(
+            self: Any, compiled_fn: Any, aot_config: Any, *, runtime_metadata: Any
+        ) -> Any:
             C.check_fields(name, self, C.WRAPPER_FIELDS[name])
             C.check_fields("ViewAndMutationMeta", runtime_metadata, C.META_FIELDS)
             recorder._record(name, self, aot_config, runtime_metadata)
@@ -211,9 +211,13 @@ class _Recorder:
         elif name == "EffectTokensWrapper":
             rec = dict(active=len(meta.tokens) > 0, token_count=len(meta.tokens))
         elif name == "AOTDispatchSubclassWrapper":
-            active = w.maybe_subclass_meta is not None or bool(getattr(meta, "act_input_indices", []))
+            active = w.maybe_subclass_meta is not None or bool(
+                getattr(meta, "act_input_indices", [])
+            )
             if getattr(meta, "act_input_indices", None):
-                raise PythonifyUnsupported("AOTDispatchSubclassWrapper act_input_indices (async tensors)")
+                raise PythonifyUnsupported(
+                    "AOTDispatchSubclassWrapper act_input_indices (async tensors)"
+                )
             rec = dict(active=active)
             if active:
                 rec.update(
@@ -284,7 +288,9 @@ class _Recorder:
             num_graphsafe_rng_states=int(meta.num_graphsafe_rng_states),
             disable_amp=bool(spec.disable_amp),
             deterministic=meta.deterministic,
-            has_mutations_in_bw=bool(meta.indices_of_inputs_that_requires_grad_with_mutations_in_bw),
+            has_mutations_in_bw=bool(
+                meta.indices_of_inputs_that_requires_grad_with_mutations_in_bw
+            ),
             donated_buffers=bool(torch._functorch.config.donated_buffer and meta.bw_donated_idxs),
             tangent_metas=[R.tensor_meta(m) for m in meta.subclass_tangent_meta],
             grad_input_metas=(
@@ -308,7 +314,7 @@ def _copy_seq_meta(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
 
 
 def _bind_names(fn: Callable[..., Any], is_module: bool) -> list[str]:
-    target = fn.forward if is_module else fn  # type: ignore[union-attr]
+    target = fn.forward if is_module else fn  # type: ignore[attr-defined]
     try:
         sig = inspect.signature(target)
     except (TypeError, ValueError) as exc:
@@ -354,16 +360,24 @@ def capture(
     rng = torch.random.get_rng_state()
     grad_enabled = torch.is_grad_enabled()
     fconfig = torch._functorch.config
-    patches: dict[str, Any] = dict(force_non_lazy_backward_lowering=True, enable_autograd_cache=False)
-    module_state = _save_module_state(fn) if is_module else []
+    patches: dict[str, Any] = dict(
+        force_non_lazy_backward_lowering=True, enable_autograd_cache=False
+    )
+    module_state = _save_module_state(fn) if isinstance(fn, torch.nn.Module) else []
     try:
         with rec.hooks(), fconfig.patch(**patches), _inductor_cache_off(backend):
             if frontend == "dynamo":
-                compiled, inputs, out_expr = _capture_dynamo(fn, copies, rec, backend, dynamic, is_module)
+                compiled, inputs, out_expr = _capture_dynamo(
+                    fn, copies, rec, backend, dynamic, is_module
+                )
             else:
                 if is_module:
-                    raise PythonifyUnsupported("frontend='aot' with an nn.Module", "pass a function")
-                compiled, inputs, out_expr = _capture_aot(fn, copies, rec, backend, dynamic, arg_names)
+                    raise PythonifyUnsupported(
+                        "frontend='aot' with an nn.Module", "pass a function"
+                    )
+                compiled, inputs, out_expr = _capture_aot(
+                    fn, copies, rec, backend, dynamic, arg_names
+                )
     finally:
         torch.random.set_rng_state(rng)
         torch.set_grad_enabled(grad_enabled)
@@ -444,7 +458,8 @@ def _capture_dynamo(
             dyn: tuple[int, ...] = ()
             if isinstance(fake, torch.Tensor):
                 dyn = tuple(
-                    d for d, s in enumerate(fake.shape)
+                    d
+                    for d, s in enumerate(fake.shape)
                     if isinstance(s, torch.SymInt) and not s.node.is_constant()
                 )
             graph_inputs.append(
@@ -456,12 +471,16 @@ def _capture_dynamo(
                 )
             )
         if backend == "aot_eager":
-            inner = aot_eager(gm, example_inputs, fw_compiler=rec.fx_compiler("forward"),
-                              bw_compiler=rec.fx_compiler("backward"))
+            inner = aot_eager(
+                gm,
+                example_inputs,
+                fw_compiler=rec.fx_compiler("forward"),
+                bw_compiler=rec.fx_compiler("backward"),
+            )
         else:
             from torch._inductor.compile_fx import compile_fx
 
-            inner = compile_fx(gm, example_inputs, inner_compile=rec.inductor_inner)
+            inner = compile_fx(gm, example_inputs, inner_compile=rec.inductor_inner)  # type: ignore[assignment]
 
         def run(*a: Any) -> Any:
             out = inner(*a)
@@ -509,7 +528,11 @@ def _bound_locals(fn: Any, args: tuple[Any, ...], is_module: bool) -> dict[str, 
 
 
 def _capture_aot(
-    fn: Callable[..., Any], copies: tuple[Any, ...], rec: _Recorder, backend: str, dynamic: bool,
+    fn: Callable[..., Any],
+    copies: tuple[Any, ...],
+    rec: _Recorder,
+    backend: str,
+    dynamic: bool,
     arg_names: list[str],
 ) -> tuple[Callable[..., Any], list[GraphInputRecord], str]:
     flat, spec = pytree.tree_flatten(copies)
@@ -546,7 +569,7 @@ def _capture_aot(
         from torch._inductor.compile_fx import compile_fx
 
         gm = _trace_flat(flat_fn, len(flat))
-        inner = compile_fx(gm, list(flat), inner_compile=rec.inductor_inner)
+        inner: Any = compile_fx(gm, list(flat), inner_compile=rec.inductor_inner)
 
         def compiled_flat(*leaves: Any) -> Any:
             return inner(*leaves)
@@ -599,7 +622,9 @@ def _path_expr(path: tuple[Any, ...]) -> tuple[int, str]:
     return (first.idx, rest)  # type: ignore[return-value]
 
 
-def _output_expr(ret: Any, graph_outputs: list[Any], inputs: list[GraphInputRecord], L: dict[str, Any]) -> str:
+def _output_expr(
+    ret: Any, graph_outputs: list[Any], inputs: list[GraphInputRecord], L: dict[str, Any]
+) -> str:
     """Express Dynamo's return value in terms of `outs[i]`, L and G, by object identity."""
 
     def leaf(x: Any) -> str:
@@ -658,8 +683,13 @@ def _render_graphs(rec: _Recorder, cap: Capture) -> dict[str, CompiledGraph]:
             seq, acc = gm._seq  # type: ignore[misc]
             realign, writeback = gm._realign  # type: ignore[misc]
             out[name] = CompiledGraph(
-                name=name, kind="inductor", source=src, seq_nr=seq, grad_acc=acc,
-                realign_inputs=realign, realign_writeback=writeback,
+                name=name,
+                kind="inductor",
+                source=src,
+                seq_nr=seq,
+                grad_acc=acc,
+                realign_inputs=realign,
+                realign_writeback=writeback,
             )
     if training and "backward" not in out:
         raise PythonifyUnsupported("a training graph whose backward did not compile at capture")

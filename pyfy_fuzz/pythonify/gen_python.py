@@ -218,7 +218,11 @@ class PythonCodeGen(CodeGenVisitor):
 
     def visit_functionalized_rng(self, node: FunctionalizedRngRuntimeWrapperNode) -> str:
         k = node.num_forward_returns
-        ret = f"return list(outs[:{k}]) + list(outs[{k + 1}:])" if node.return_new_outs else "return outs"
+        ret = (
+            f"return list(outs[:{k}]) + list(outs[{k + 1}:])"
+            if node.return_new_outs
+            else "return outs"
+        )
         return f'''def _functionalized_rng_wrapper(args):
     """FunctionalizedRngRuntimeWrapper: pass the CUDA RNG (seed, offset) in, then advance the
     global offset by the graph's offset output (output {k})."""
@@ -231,7 +235,7 @@ class PythonCodeGen(CodeGenVisitor):
         metas = [
             None if m is None else (m.shape, m.stride, m.dtype, m.device) for m in node.out_metas
         ]
-        return f'''# FakifiedOutWrapper: the first call after compile returns fake outputs with the compiled
+        return f"""# FakifiedOutWrapper: the first call after compile returns fake outputs with the compiled
 # graph's strides (torch makes that call under fake tensors, e.g. in DDPOptimizer). That call
 # happened during capture, so `pending` starts False; set it to re-arm the wrapper.
 _FAKIFIED_OUT_METAS = {metas!r}
@@ -245,7 +249,7 @@ def _fakified_out_wrapper(args):
             None if m is None else torch.empty_strided(m[0], m[1], dtype=_dtype(m[2]), device="meta")
             for m in _FAKIFIED_OUT_METAS
         ]
-    return {self.inner}(args)'''
+    return {self.inner}(args)"""
 
     # -- autograd_assembly ---------------------------------------------------------------
     def visit_autograd(self, node: AOTAutogradWrapperNode) -> str:
@@ -357,14 +361,20 @@ def _autograd_function(node: AOTAutogradWrapperNode, fw: str, bw: str) -> str:
     for i, idx in enumerate(node.mutated_inp_runtime_indices):
         info = node.input_info[idx]
         if info.mutates_metadata and not info.mutates_data:
-            fwd.append(f"raw_returns[{i}] = _TensorAlias(raw_returns[{i}])  # metadata-only mutation")
+            fwd.append(
+                f"raw_returns[{i}] = _TensorAlias(raw_returns[{i}])  # metadata-only mutation"
+            )
     for i, o in enumerate(node.output_info):
         ri = nm + i
         if o.output_type == "unsafe_view_alias":
-            fwd.append(f"raw_returns[{ri}] = torch.ops.aten._unsafe_view(raw_returns[{ri}], raw_returns[{ri}].shape)")
+            fwd.append(
+                f"raw_returns[{ri}] = torch.ops.aten._unsafe_view(raw_returns[{ri}], raw_returns[{ri}].shape)"
+            )
         elif o.output_type not in _NON_ALIAS:
             fwd.append(f"raw_returns[{ri}] = _TensorAlias(raw_returns[{ri}])  # {o.output_type}")
-    returns_meta = [info for info in node.input_info if info.mutated_out_of_graph] + list(node.output_info)
+    returns_meta = [info for info in node.input_info if info.mutated_out_of_graph] + list(
+        node.output_info
+    )
     non_diff = [i for i, m in enumerate(returns_meta) if i < nm + no and not m.requires_grad]
     fwd.append(
         "ctx.mark_non_differentiable(*[raw_returns[i] for i in "
@@ -374,11 +384,13 @@ def _autograd_function(node: AOTAutogradWrapperNode, fw: str, bw: str) -> str:
 
     expected = no + nm + node.num_intermediate_bases
     inp_surviving = [
-        i for i, idx in enumerate(node.mutated_inp_runtime_indices)
+        i
+        for i, idx in enumerate(node.mutated_inp_runtime_indices)
         if node.input_info[idx].mutates_data and node.input_info[idx].requires_grad
     ]
     out_surviving = [
-        nm + i for i, o in enumerate(node.output_info)
+        nm + i
+        for i, o in enumerate(node.output_info)
         if o.output_type in _NON_ALIAS and o.is_tensor and o.requires_grad_for_backward
     ]
     surviving = inp_surviving + out_surviving + list(range(nm + no, expected))
@@ -404,7 +416,9 @@ def _autograd_function(node: AOTAutogradWrapperNode, fw: str, bw: str) -> str:
     else:
         mfs = [_memory_format_expr(m) for m in node.tangent_metas]
         if surviving:
-            bwd.append(f"tangents = [_coerce_tangent(t, mf) for t, mf in zip(tangents, [{', '.join(mfs)}])]")
+            bwd.append(
+                f"tangents = [_coerce_tangent(t, mf) for t, mf in zip(tangents, [{', '.join(mfs)}])]"
+            )
     saved = "(*ctx.saved_tensors, *ctx._tensors_no_vc_check)"
     tokens = f", *([None] * {node.num_backward_tokens})" if node.num_backward_tokens else ""
     rng = ", *_cuda_rng_state_as_tuple()" if node.is_rng_op_functionalized else ""
@@ -415,14 +429,10 @@ def _autograd_function(node: AOTAutogradWrapperNode, fw: str, bw: str) -> str:
             "    raise RuntimeError('aot_autograd does not support input mutations with "
             "requires_grad in backward for create_graph=True')",
         ]
-    impl = [
-        "def impl():",
-        "    keep_graph = torch._C._autograd._get_current_graph_task_keep_graph()",
-        "    ctx.maybe_clear_saved_tensors()",
-    ]
+    impl = ["def impl():", "    ctx.maybe_clear_saved_tensors()"]
     if node.donated_buffers:
         impl += [
-            "    if keep_graph:",
+            "    if torch._C._autograd._get_current_graph_task_keep_graph():",
             "        raise RuntimeError('This backward function was compiled with non-empty donated "
             "buffers which requires create_graph=False and retain_graph=False. Please keep "
             "backward(create_graph=False, retain_graph=False) across all backward() function "
@@ -430,7 +440,10 @@ def _autograd_function(node: AOTAutogradWrapperNode, fw: str, bw: str) -> str:
             "buffer.')",
         ]
     if node.disable_amp:
-        impl += ["    with torch._C._DisableAutocast():", f"        out = list({bw}(list(all_args)))"]
+        impl += [
+            "    with torch._C._DisableAutocast():",
+            f"        out = list({bw}(list(all_args)))",
+        ]
     else:
         impl.append(f"    out = list({bw}(list(all_args)))")
     if node.num_backward_tokens:
@@ -511,7 +524,9 @@ def _runtime_wrapper(node: RuntimeWrapperNode, inner: str) -> str:
     if node.trace_joint:
         L.append("args_ = list(args)")
         for i in node.indices_of_inps_to_detach:
-            L.append(f"if isinstance(args_[{i}], torch.Tensor):\n    args_[{i}] = args_[{i}].detach()")
+            L.append(
+                f"if isinstance(args_[{i}], torch.Tensor):\n    args_[{i}] = args_[{i}].detach()"
+            )
         L += [
             "prev_view_replay = torch._C._is_view_replay_enabled()",
             "try:",
@@ -562,7 +577,10 @@ def _runtime_wrapper(node: RuntimeWrapperNode, inner: str) -> str:
                 )
             else:
                 assert o.base_idx is not None
-                if o.output_type in ("alias_of_intermediate", "alias_of_intermediate_save_as_output"):
+                if o.output_type in (
+                    "alias_of_intermediate",
+                    "alias_of_intermediate_save_as_output",
+                ):
                     base = f"fw_outs[{o.base_idx + n_user}]"
                 elif o.base_idx in aliased:
                     base = f"_unwrap_alias(fw_outs[{o.base_idx}])"
@@ -576,13 +594,15 @@ def _runtime_wrapper(node: RuntimeWrapperNode, inner: str) -> str:
     else:
         L.append("ret_outs = fw_outs")
     if node.grad_enabled_mutation is not None:
-        L.append(f"torch._C._set_grad_enabled({node.grad_enabled_mutation!r})  # grad mode set inside fn")
+        L.append(
+            f"torch._C._set_grad_enabled({node.grad_enabled_mutation!r})  # grad mode set inside fn"
+        )
     L.append("return ret_outs")
     kinds = [o.output_type for o in node.output_info]
     src = f'''def _runtime_wrapper(args):
-    """RuntimeWrapper (trace_joint={node.trace_joint}): run the compiled fn with grad mode
-    {"on" if node.trace_joint else "off"}, copy mutated inputs {node.mutated_inp_runtime_indices!r} back,
-    regenerate aliased outputs. Output kinds: {kinds!r}."""
+    """RuntimeWrapper (trace_joint={node.trace_joint}): run the compiled fn with grad mode {"on" if node.trace_joint else "off"},
+    copy mutated inputs {node.mutated_inp_runtime_indices!r} back, regenerate aliased outputs.
+    Output kinds: {kinds!r}."""
 {_indent(chr(10).join(L))}'''
     return "\n\n\n".join([*helpers, src])
 
@@ -631,8 +651,18 @@ def _graph_section(g: CompiledGraph) -> str:
 
 def _guard_section(g: GuardNode) -> str:
     tensors = [
-        (t.index, t.source, _type_var(t.type_path) if t.type_path not in ("torch:Tensor", "torch.nn.parameter:Parameter") else None,
-         t.dtype, t.device, t.shape, t.stride, t.requires_grad)
+        (
+            t.index,
+            t.source,
+            _type_var(t.type_path)
+            if t.type_path not in ("torch:Tensor", "torch.nn.parameter:Parameter")
+            else None,
+            t.dtype,
+            t.device,
+            t.shape,
+            t.stride,
+            t.requires_grad,
+        )
         for t in g.tensors
     ]
     tens_lines = ",\n".join(
@@ -640,7 +670,7 @@ def _guard_section(g: GuardNode) -> str:
         for i, src, tv, dt, dev, shape, stride, rg in tensors
     )
     values = [(v.index, v.source) for v in g.values]
-    return f'''# Guards: what the graph was compiled for. Each entry: (index, source, subclass type,
+    return f"""# Guards: what the graph was compiled for. Each entry: (index, source, subclass type,
 # dtype, device, shape (None = dynamic dim), stride (None = not guarded), requires_grad).
 _TENSOR_GUARDS = [
 {tens_lines}
@@ -657,7 +687,7 @@ _ARG_SHARED_STORAGE = {g.arg_shared_storage!r}
 
 def _gather_arg_leaves(L):
     return [
-{"".join(f"        {s},{chr(10)}" for s in g.arg_sources)}    ]'''
+{"".join(f"        {s},{chr(10)}" for s in g.arg_sources)}    ]"""
 
 
 def _entry_section(ir: PythonifyIR, outer: str) -> str:
@@ -707,9 +737,9 @@ def generate(ir: PythonifyIR) -> str:
         parts.append("# " + "=" * 70 + "\n# 2. CUDA graphs (capture/replay)\n# " + "=" * 70)
         parts.append(cudagraph_codegen.runtime_source(emulate=next(iter(cg.values())).emulate))
     graph_fn = {n: f"compiled_{n}" for n in ir.graphs}
-    for gid, node in cg.items():
+    for gid, cg_node in cg.items():
         gen.inner = graph_fn[gid]
-        name, src = node.accept(gen)
+        name, src = cg_node.accept(gen)
         parts.append(src)
         graph_fn[gid] = name
     gen.ir_backward_name = graph_fn.get("backward", "compiled_backward")

@@ -46,10 +46,11 @@ def target_expr(target: Any) -> str:
         return f"torch.ops.{ns}.{base}"
     if isinstance(target, torch._ops.HigherOrderOperator):
         return f"torch.ops.higher_order.{target.name()}"
-    if getattr(operator, getattr(target, "__name__", ""), None) is target:
-        return f"operator.{target.__name__}"
-    if getattr(builtins, getattr(target, "__name__", ""), None) is target:
-        return target.__name__
+    name = getattr(target, "__name__", "")
+    if name and getattr(operator, name, None) is target:
+        return f"operator.{name}"
+    if name and getattr(builtins, name, None) is target:
+        return str(name)
     mod = getattr(target, "__module__", None)
     qual = getattr(target, "__qualname__", None)
     if mod and qual and "<" not in qual:
@@ -88,19 +89,25 @@ def arg_expr(a: Any) -> str:
         return f"torch.device({str(a)!r})"
     if isinstance(a, slice):
         return f"slice({arg_expr(a.start)}, {arg_expr(a.stop)}, {arg_expr(a.step)})"
-    if isinstance(a, torch._ops.OpOverload | torch._ops.OpOverloadPacket | torch._ops.HigherOrderOperator):
+    if isinstance(
+        a, torch._ops.OpOverload | torch._ops.OpOverloadPacket | torch._ops.HigherOrderOperator
+    ):
         return target_expr(a)
     raise PythonifyUnsupported(f"graph argument of type {type(a).__name__}", repr(a)[:80])
 
 
-def render_fx(gm: torch.fx.GraphModule, name: str, fn_name: str, ctx: RenderContext) -> CompiledGraph:
+def render_fx(
+    gm: torch.fx.GraphModule, name: str, fn_name: str, ctx: RenderContext
+) -> CompiledGraph:
     """One boxed function `fn_name(args) -> list` equivalent to `gm`."""
     lines: list[str] = []
     seq: list[tuple[str, int]] = []
     grad_acc: list[str] = []
     placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     lines.append(f"def {fn_name}(args):")
-    lines.append(f'    """{name} graph: {len(placeholders)} inputs (aot_eager, rendered from FX)."""')
+    lines.append(
+        f'    """{name} graph: {len(placeholders)} inputs (aot_eager, rendered from FX)."""'
+    )
     if placeholders:
         unpack = ", ".join(placeholders)
         lines.append(f"    {unpack}{',' if len(placeholders) == 1 else ''} = args")

@@ -474,8 +474,11 @@ class PythonifyIR:
 
     def wrapper_nodes(self) -> list[IRNode]:
         """All wrapper nodes in application order (outer-most first), as torch applies them."""
-        return [*reversed(self.dispatch), *reversed(self.autograd_assembly),
-                *reversed(self.forward_inference)]
+        return [
+            *reversed(self.dispatch),
+            *reversed(self.autograd_assembly),
+            *reversed(self.forward_inference),
+        ]
 
     def active_wrappers(self) -> list[str]:
         return [n.wrapper for n in self.wrapper_nodes()]

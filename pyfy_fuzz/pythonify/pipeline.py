@@ -161,7 +161,9 @@ def _guards(cap: Capture) -> GuardNode:
         elif isinstance(r.example, torch.SymInt | int) and not isinstance(r.example, bool):
             node.values.append(ValueGuard(index=i, source=r.source, kind="symint"))
         else:
-            raise PythonifyUnsupported(f"a graph input of type {type(r.example).__name__}", r.source)
+            raise PythonifyUnsupported(
+                f"a graph input of type {type(r.example).__name__}", r.source
+            )
     node.same_object, node.shared_storage = _alias_groups(by_obj, by_storage)
     node.arg_sources = [src for src, _ in cap.arg_leaves]
     a_obj: dict[int, list[int]] = {}

@@ -207,8 +207,12 @@ def fake_out_metas(out_metas: list[Any], strides: list[Any] | None) -> list[Fake
             stride = tuple(strides[i])
         try:
             res.append(
-                FakeOutMeta(tuple(int(s) for s in t.shape), tuple(int(s) for s in stride),
-                            str(t.dtype), str(t.device))
+                FakeOutMeta(
+                    tuple(int(s) for s in t.shape),
+                    tuple(int(s) for s in stride),
+                    str(t.dtype),
+                    str(t.device),
+                )
             )
         except (TypeError, RuntimeError) as exc:
             raise PythonifyUnsupported("FakifiedOutWrapper with symbolic shapes") from exc
@@ -216,7 +220,7 @@ def fake_out_metas(out_metas: list[Any], strides: list[Any] | None) -> list[Fake
 
 
 def slice_pair(s: slice) -> tuple[int | None, int | None]:
-    """A slice over the forward outputs as (start, stop); negative and None kept as Python has them."""
+    """A slice over the forward outputs as (start, stop), negative and None kept as they are."""
     if s.step not in (None, 1):
         raise PythonifyUnsupported("a strided saved-tensor slice", repr(s))
     return (s.start, s.stop)

@@ -36,10 +36,18 @@ def describe(outs: Any, inputs: Any) -> list[tuple[Any, ...]]:
     for o in _tensors(outs):
         is_input = [i for i, x in enumerate(ins) if o is x]
         base_is = [i for i, x in enumerate(ins) if o._base is not None and o._base is x]
-        shares = [i for i, x in enumerate(ins) if _storage(o) is not None and _storage(o) == _storage(x)]
+        shares = [
+            i for i, x in enumerate(ins) if _storage(o) is not None and _storage(o) == _storage(x)
+        ]
         facts.append(
-            (tuple(is_input), tuple(base_is), tuple(shares), o.requires_grad, o.is_leaf,
-             o.grad_fn is not None)
+            (
+                tuple(is_input),
+                tuple(base_is),
+                tuple(shares),
+                o.requires_grad,
+                o.is_leaf,
+                o.grad_fn is not None,
+            )
         )
     out_list = _tensors(outs)
     pairs = [
@@ -75,7 +83,9 @@ def _grad_leaves(inputs: Any, fn: Any) -> list[torch.Tensor]:
     return seen
 
 
-def run_subject(call: Callable[..., Any], fn: Any, inputs: tuple[Any, ...], tangent_seed: int) -> dict[str, Any]:
+def run_subject(
+    call: Callable[..., Any], fn: Any, inputs: tuple[Any, ...], tangent_seed: int
+) -> dict[str, Any]:
     """Call, then backward through every output that requires grad with seeded tangents."""
     leaves = _grad_leaves(inputs, fn)
     for t in leaves:
@@ -91,7 +101,8 @@ def run_subject(call: Callable[..., Any], fn: Any, inputs: tuple[Any, ...], tang
         g = torch.Generator().manual_seed(tangent_seed)
         loss = sum(
             (o * torch.randn(o.shape, generator=g, dtype=o.dtype)).sum()
-            if type(o) is torch.Tensor else o.sum()
+            if type(o) is torch.Tensor
+            else o.sum()
             for o in diff
         )
         loss.backward()
@@ -145,8 +156,14 @@ def check_parity(
     """
     exact = backend == "aot_eager" if exact is None else exact
     mods = [make_module() for _ in range(3)] if make_module else [fn, fn, fn]
-    result = pythonify(mods[1], make_args(), tmp_path / "pythonified.py", backend=backend,
-                       frontend=frontend, dynamic=dynamic)
+    result = pythonify(
+        mods[1],
+        make_args(),
+        tmp_path / "pythonified.py",
+        backend=backend,
+        frontend=frontend,
+        dynamic=dynamic,
+    )
     expected = [expect] if isinstance(expect, str) else (expect or [])
     for w in expected:
         assert w in result.active_wrappers, f"{w} not active: {result.active_wrappers}"
@@ -161,7 +178,9 @@ def check_parity(
         compare(c, p, f"call {k}: pythonify vs torch.compile", exact)
         compare(e, p, f"call {k}: pythonify vs eager", False)
     if make_module:
-        for (n, a), (_, b) in zip(mods[1].state_dict().items(), mods[2].state_dict().items(), strict=True):
+        for (n, a), (_, b) in zip(
+            mods[1].state_dict().items(), mods[2].state_dict().items(), strict=True
+        ):
             assert_same_tensor(a, b, f"module state {n}", exact)
     if bad_args is not None:
         with pytest.raises(PythonifyGuardError):

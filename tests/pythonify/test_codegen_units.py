@@ -59,7 +59,9 @@ def test_functionalized_rng_training_keeps_offset_output():
 def test_fakified_out_helper_first_call_returns_fake_strided_outputs():
     gen = PythonCodeGen(ir=None)  # type: ignore[arg-type]
     gen.inner = "inner"
-    node = FakifiedOutWrapperNode(out_metas=[FakeOutMeta((2, 3), (1, 2), "torch.float32", "cpu"), None])
+    node = FakifiedOutWrapperNode(
+        out_metas=[FakeOutMeta((2, 3), (1, 2), "torch.float32", "cpu"), None]
+    )
     calls = []
     ns = _exec_helper(
         gen.visit_fakified_out(node),
@@ -92,12 +94,20 @@ def test_wrapper_order_matches_torch_application_order(tmp_path):
         res = pythonify(f, (x, x), tmp_path / "p.py", frontend="aot")
     # Outer-most first, as torch applies post_compile: dispatch, then assembly.
     assert res.active_wrappers == [
-        "AOTDedupeWrapper", "DebugAssertWrapper", "RuntimeWrapper", "AOTDispatchAutograd"
+        "AOTDedupeWrapper",
+        "DebugAssertWrapper",
+        "RuntimeWrapper",
+        "AOTDispatchAutograd",
     ]
     src = res.path.read_text()
     # Sections appear inner-most first, each helper naming the callable it wraps.
-    order = ["def compiled_forward", "class CompiledFunction(", "def _runtime_wrapper",
-             "def _debug_assert_wrapper", "def _dedupe_wrapper"]
+    order = [
+        "def compiled_forward",
+        "class CompiledFunction(",
+        "def _runtime_wrapper",
+        "def _debug_assert_wrapper",
+        "def _dedupe_wrapper",
+    ]
     assert [src.index(s) for s in order] == sorted(src.index(s) for s in order)
     assert "return _debug_assert_wrapper([args[0], args[2]])" not in src
     assert "return _debug_assert_wrapper([args[0]])" in src
@@ -108,8 +118,11 @@ def test_seq_nr_survives_into_the_file_and_maps_backward_to_forward(tmp_path):
         y = x @ w
         return (y.sin() * y).sum() + (x * x).sum()
 
-    res = pythonify(f, (torch.randn(3, 4, requires_grad=True), torch.randn(4, 2, requires_grad=True)),
-                    tmp_path / "p.py")
+    res = pythonify(
+        f,
+        (torch.randn(3, 4, requires_grad=True), torch.randn(4, 2, requires_grad=True)),
+        tmp_path / "p.py",
+    )
     mod = load(res.path, bind=f)
     fw, bw = mod.SEQ_NR["forward"], mod.SEQ_NR["backward"]
     assert fw and bw
@@ -127,7 +140,16 @@ def test_seq_nr_survives_into_the_file_and_maps_backward_to_forward(tmp_path):
 def test_file_imports_torch_only(tmp_path):
     res = pythonify(lambda x: x.sin(), (torch.randn(3),), tmp_path / "p.py")
     imports = [
-        line.split()[1] for line in res.path.read_text().splitlines()
+        line.split()[1]
+        for line in res.path.read_text().splitlines()
         if line.startswith(("import ", "from "))
     ]
-    assert set(imports) <= {"base64", "importlib", "io", "operator", "math", "torch", "pyfy_fuzz.pythonify.errors"}
+    assert set(imports) <= {
+        "base64",
+        "importlib",
+        "io",
+        "operator",
+        "math",
+        "torch",
+        "pyfy_fuzz.pythonify.errors",
+    }

@@ -25,8 +25,13 @@ def test_inductor_inference_mutation_and_alias(tmp_path):
         x[:2].mul_(2)
         return (x + y).sin(), x.t()
 
-    res = check_parity(tmp_path, f, lambda: (r(4, 3), r(4, 3, seed=1)), backend="inductor",
-                       bad_args=lambda: (r(5, 3), r(5, 3)))
+    res = check_parity(
+        tmp_path,
+        f,
+        lambda: (r(4, 3), r(4, 3, seed=1)),
+        backend="inductor",
+        bad_args=lambda: (r(5, 3), r(5, 3)),
+    )
     assert res.ir.graphs["inference"].kind == "inductor"
     assert "_INDUCTOR_INFERENCE_SOURCE" in res.path.read_text()
 
@@ -35,8 +40,13 @@ def test_inductor_training(tmp_path):
     def f(x, w):
         return (x @ w).relu().sin(), (x * 2).cos()
 
-    check_parity(tmp_path, f, lambda: (r(3, 4, rg=True), r(4, 5, rg=True, seed=1)),
-                 backend="inductor", expect="AOTDispatchAutograd")
+    check_parity(
+        tmp_path,
+        f,
+        lambda: (r(3, 4, rg=True), r(4, 5, rg=True, seed=1)),
+        backend="inductor",
+        expect="AOTDispatchAutograd",
+    )
 
 
 def test_inductor_synthetic_base(tmp_path):
@@ -55,8 +65,13 @@ def test_inductor_subclass(tmp_path):
     def f(x):
         return x * 2 + 1
 
-    check_parity(tmp_path, f, lambda: (TwoTensor(r(3, 4), r(3, 4, seed=2)),), backend="inductor",
-                 expect="AOTDispatchSubclassWrapper")
+    check_parity(
+        tmp_path,
+        f,
+        lambda: (TwoTensor(r(3, 4), r(3, 4, seed=2)),),
+        backend="inductor",
+        expect="AOTDispatchSubclassWrapper",
+    )
 
 
 def test_inductor_effects_still_happen(tmp_path, capfd):

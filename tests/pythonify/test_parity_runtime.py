@@ -18,17 +18,26 @@ def test_inference_input_mutation_and_alias_of_input(tmp_path):
         x[:2].mul_(2)
         return (x + y).sin(), x.t()
 
-    check_parity(tmp_path, f, lambda: (r(4, 3), r(4, 3, seed=1)), expect="RuntimeWrapper",
-                 bad_args=lambda: (r(5, 3), r(5, 3)))
+    check_parity(
+        tmp_path,
+        f,
+        lambda: (r(4, 3), r(4, 3, seed=1)),
+        expect="RuntimeWrapper",
+        bad_args=lambda: (r(5, 3), r(5, 3)),
+    )
 
 
 def test_training_saved_tensors_and_grads(tmp_path):
     def f(x, w):
         return (x @ w).relu().sin(), (x * 2).cos()
 
-    res = check_parity(tmp_path, f, lambda: (r(3, 4, rg=True), r(4, 5, rg=True, seed=1)),
-                       expect=["AOTDispatchAutograd", "RuntimeWrapper"],
-                       bad_args=lambda: (r(3, 4), r(4, 5, rg=True)))
+    res = check_parity(
+        tmp_path,
+        f,
+        lambda: (r(3, 4, rg=True), r(4, 5, rg=True, seed=1)),
+        expect=["AOTDispatchAutograd", "RuntimeWrapper"],
+        bad_args=lambda: (r(3, 4), r(4, 5, rg=True)),
+    )
     assert "backward" in res.ir.graphs
 
 
@@ -75,8 +84,9 @@ def test_mutation_under_no_grad_of_leaf(tmp_path):
             x.mul_(2)
         return x * y
 
-    check_parity(tmp_path, f, lambda: (r(4, rg=True), r(4, rg=True, seed=1)),
-                 expect="AOTDispatchAutograd")
+    check_parity(
+        tmp_path, f, lambda: (r(4, rg=True), r(4, rg=True, seed=1)), expect="AOTDispatchAutograd"
+    )
 
 
 def test_grad_mode_change_inside_fn(tmp_path):
@@ -128,8 +138,14 @@ def test_module_parameters_and_buffer_mutation(tmp_path):
         torch.manual_seed(0)
         return torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
 
-    check_parity(tmp_path, None, lambda: (r(3, 4),), make_module=make_module,
-                 expect="AOTDispatchAutograd", bad_args=lambda: (r(3, 5),))
+    check_parity(
+        tmp_path,
+        None,
+        lambda: (r(3, 4),),
+        make_module=make_module,
+        expect="AOTDispatchAutograd",
+        bad_args=lambda: (r(3, 5),),
+    )
 
 
 def test_globals_and_closure_cells(tmp_path):

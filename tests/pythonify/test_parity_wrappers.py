@@ -26,8 +26,14 @@ def test_dedupe_duplicated_mutated_arg_aot_frontend(tmp_path):
         x = r(4)
         return (x, x)
 
-    check_parity(tmp_path, f, make, frontend="aot", expect="AOTDedupeWrapper",
-                 bad_args=lambda: (r(4), r(4, seed=1)))
+    check_parity(
+        tmp_path,
+        f,
+        make,
+        frontend="aot",
+        expect="AOTDedupeWrapper",
+        bad_args=lambda: (r(4), r(4, seed=1)),
+    )
 
 
 def test_duplicated_args_at_dynamo_boundary(tmp_path):
@@ -56,8 +62,7 @@ def test_synthetic_base_views_of_one_base_1d(tmp_path):
         base = r(8)
         return (base[:5], base[3:])
 
-    check_parity(tmp_path, f, make, expect="AOTSyntheticBaseWrapper",
-                 bad_args=lambda: (r(5), r(5)))
+    check_parity(tmp_path, f, make, expect="AOTSyntheticBaseWrapper", bad_args=lambda: (r(5), r(5)))
 
 
 def test_synthetic_base_overlapping_strided_nd(tmp_path):
@@ -131,8 +136,13 @@ def test_effect_tokens_training(tmp_path):
         torch.ops.aten._print("training effect")
         return (x * x).sum()
 
-    check_parity(tmp_path, f, lambda: (r(4, rg=True),),
-                 expect=["EffectTokensWrapper", "AOTDispatchAutograd"], calls=1)
+    check_parity(
+        tmp_path,
+        f,
+        lambda: (r(4, rg=True),),
+        expect=["EffectTokensWrapper", "AOTDispatchAutograd"],
+        calls=1,
+    )
 
 
 # -------------------------------------------------------------------- AOTDispatchSubclassWrapper
@@ -147,16 +157,25 @@ def test_subclass_inputs_and_outputs(tmp_path):
     def f(x, y):
         return x * 2 + y, (x + 1).sum()
 
-    check_parity(tmp_path, f, lambda: (tt(3, 4), r(3, 4, seed=5)),
-                 expect="AOTDispatchSubclassWrapper", bad_args=lambda: (r(3, 4), r(3, 4)))
+    check_parity(
+        tmp_path,
+        f,
+        lambda: (tt(3, 4), r(3, 4, seed=5)),
+        expect="AOTDispatchSubclassWrapper",
+        bad_args=lambda: (r(3, 4), r(3, 4)),
+    )
 
 
 def test_subclass_training(tmp_path):
     def f(x):
         return x.sin() * x
 
-    check_parity(tmp_path, f, lambda: (tt(3, 4, rg=True),),
-                 expect=["AOTDispatchSubclassWrapper", "AOTDispatchAutograd"])
+    check_parity(
+        tmp_path,
+        f,
+        lambda: (tt(3, 4, rg=True),),
+        expect=["AOTDispatchSubclassWrapper", "AOTDispatchAutograd"],
+    )
 
 
 def test_subclass_mutated_input(tmp_path):
@@ -171,8 +190,9 @@ def test_subclass_dynamic(tmp_path):
     def f(x):
         return x.cos() + x.shape[0]
 
-    check_parity(tmp_path, f, lambda: (tt(5, 3),), dynamic=True,
-                 expect="AOTDispatchSubclassWrapper")
+    check_parity(
+        tmp_path, f, lambda: (tt(5, 3),), dynamic=True, expect="AOTDispatchSubclassWrapper"
+    )
 
 
 # ---------------------------------------------------------------------------- DebugAssertWrapper
