@@ -178,3 +178,38 @@ def test_dynamic_shapes_second_call_other_size(tmp_path):
     for n in (5, 7):
         x = r(n, 3)
         torch.testing.assert_close(mod.call(x), res.compiled(x), rtol=0, atol=0)
+
+
+def test_output_alias_kinds_recorded_and_replayed(tmp_path):
+    class ViewFn(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.view(-1)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.view(2, 3)
+
+    def f(x):
+        y = x * 2
+        return y, y.view(-1), y[0], ViewFn.apply(x * 3)
+
+    res = check_parity(tmp_path, f, lambda: (r(2, 3, rg=True),), expect="AOTDispatchAutograd")
+    kinds = {o.output_type for o in res.ir.autograd_assembly[1].output_info}
+    assert {"non_alias", "alias_of_intermediate_base_is_user_output"} <= kinds
+
+
+def test_autocast_disable_amp(tmp_path):
+    from pyfy_fuzz.pythonify import load, pythonify
+
+    def f(x, w):
+        return x @ w
+
+    x, w = r(4, 4, rg=True), r(4, 4, rg=True, seed=1)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        res = pythonify(f, (x, w), tmp_path / "p.py")
+        mod = load(res.path, bind=f)
+        a, b = res.compiled(x, w), mod.call(x, w)
+    assert res.ir.autograd_assembly[1].disable_amp
+    assert a.dtype == b.dtype
+    torch.testing.assert_close(a, b, rtol=0, atol=0)
