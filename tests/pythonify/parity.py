@@ -19,6 +19,12 @@ import torch.utils._pytree as pytree
 from pyfy_fuzz.pythonify import PythonifyGuardError, load, pythonify
 
 
+def r(*shape: int, rg: bool = False, seed: int = 0) -> torch.Tensor:
+    """A deterministic random tensor; each (shape, seed) gives its own values."""
+    g = torch.Generator().manual_seed(seed + 7 * sum(shape))
+    return torch.randn(*shape, generator=g).requires_grad_(rg)
+
+
 def _tensors(x: Any) -> list[torch.Tensor]:
     return [t for t in pytree.tree_leaves(x) if isinstance(t, torch.Tensor)]
 

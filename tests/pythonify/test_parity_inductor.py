@@ -10,14 +10,9 @@ import pytest
 import torch
 from torch.testing._internal.two_tensor import TwoTensor
 
-from .parity import check_parity
+from .parity import check_parity, r
 
 pytestmark = [pytest.mark.inductor, pytest.mark.slow]
-
-
-def r(*shape, rg=False, seed=0):
-    g = torch.Generator().manual_seed(seed + 11 * sum(shape))
-    return torch.randn(*shape, generator=g).requires_grad_(rg)
 
 
 def test_inductor_inference_mutation_and_alias(tmp_path):

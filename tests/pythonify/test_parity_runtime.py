@@ -5,12 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from .parity import check_parity
-
-
-def r(*shape, rg=False, seed=0):
-    g = torch.Generator().manual_seed(seed + sum(shape))
-    return torch.randn(*shape, generator=g).requires_grad_(rg)
+from .parity import check_parity, r
 
 
 def test_inference_input_mutation_and_alias_of_input(tmp_path):

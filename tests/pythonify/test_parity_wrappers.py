@@ -6,13 +6,7 @@ import pytest
 import torch
 from torch.testing._internal.two_tensor import TwoTensor
 
-from .parity import check_parity
-
-
-def r(*shape, rg=False, seed=0):
-    g = torch.Generator().manual_seed(seed + 7 * sum(shape))
-    return torch.randn(*shape, generator=g).requires_grad_(rg)
-
+from .parity import check_parity, r
 
 # ----------------------------------------------------------------------------- AOTDedupeWrapper
 
