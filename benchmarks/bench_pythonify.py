@@ -42,7 +42,9 @@ import math
 import os
 import platform
 import pstats
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -317,6 +319,7 @@ class Bench:
         # load + first call, in a fresh cache of its own in cold mode (a new process would
         # find at best the on-disk cache the compile left behind).
         args2 = p.make_args()
+        gc.collect()
         with self.cache_ctx():
             t0 = time.perf_counter()
             mod = load(path, bind=fn)
@@ -351,8 +354,8 @@ def _aot_function(fn: Any) -> Callable[..., Any]:
 
             holder["f"] = aot_function(
                 flat_fn,
-                fw_compiler=boxed_nop,
-                bw_compiler=boxed_nop,
+                fw_compiler=boxed_nop,  # type: ignore[arg-type]
+                bw_compiler=boxed_nop,  # type: ignore[arg-type]
                 partition_fn=min_cut_rematerialization_partition,
                 keep_inference_input_mutations=True,
             )
@@ -426,7 +429,25 @@ def machine() -> dict[str, Any]:
             if line.startswith("MemTotal"):
                 mem = f"{int(line.split()[1]) / 2**20:.1f} GiB"
                 break
+    rev = "?"
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        root = Path(__file__).resolve().parent.parent
+        rev = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--", "pyfy_fuzz"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        if dirty:
+            rev += " (pyfy_fuzz/ has uncommitted changes)"
     return dict(
+        git=rev,
         cpu=cpu,
         nproc=os.cpu_count(),
         affinity=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
@@ -486,7 +507,7 @@ def report(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = [
         f"backend={meta['backend']} repeats={meta['repeats']} warmup={meta['warmup']} "
         f"torch={meta['machine']['torch']} cpu={meta['machine']['cpu']} "
-        f"nproc={meta['machine']['nproc']}",
+        f"nproc={meta['machine']['nproc']} git={meta['machine']['git']}",
         f"caches: {meta['cache_note']}",
         "medians over repeats; b/a and b/c are ratios of medians",
         tabulate(table, headers=headers, tablefmt="github", disable_numparse=True),
@@ -517,7 +538,11 @@ def profile_one(bench: Bench, p: Program, top: int) -> str:
             )
             prof.disable()
     s = io.StringIO()
-    pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(top)
+    stats = pstats.Stats(prof, stream=s).sort_stats("cumulative")
+    s.write(f"== cProfile of one pythonify() of {p.name}, backend={bench.backend}: top {top}\n")
+    stats.print_stats(top)
+    s.write("== the same profile, pyfy_fuzz frames only\n")
+    stats.print_stats(r"pyfy_fuzz[/\\]", top)
     return s.getvalue()
 
 
@@ -540,6 +565,7 @@ def main(argv: list[str] | None = None) -> int:
         help="instead of timing, cProfile one pythonify() of this program",
     )
     ap.add_argument("--profile-top", type=int, default=25)
+    ap.add_argument("--keep", action="store_true", help="keep the temp dir (generated files)")
     ns = ap.parse_args(argv)
 
     root = Path(tempfile.mkdtemp(prefix="bench_pythonify_"))
@@ -558,7 +584,16 @@ def main(argv: list[str] | None = None) -> int:
                 "fx_graph_cache off, (a) may hit it"
             )
     bench = Bench(ns.backend, ns.inductor_cache, root)
+    try:
+        return run(ns, bench, cache_note)
+    finally:
+        if ns.keep:
+            print(f"kept {root}", file=sys.stderr)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
 
+
+def run(ns: argparse.Namespace, bench: Bench, cache_note: str) -> int:
     if ns.profile:
         print(profile_one(bench, BY_NAME[ns.profile], ns.profile_top))
         return 0
