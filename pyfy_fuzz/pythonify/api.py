@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
 import os
@@ -52,7 +53,7 @@ def write_atomic(path: Path, text: str) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        with __import__("contextlib").suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
 

@@ -103,7 +103,6 @@ class Capture:
     graphs: dict[str, CompiledGraph] = field(default_factory=dict)
     render: RenderContext = field(default_factory=RenderContext)
     grad_enabled: bool = True
-    debug_assert: bool = False
     # Tensor leaves of the call's arguments (source, snapshot): Dynamo guards on how they alias
     # even when it dedupes them before AOTAutograd sees them.
     arg_leaves: list[tuple[str, InputSnapshot]] = field(default_factory=list)
@@ -113,8 +112,7 @@ class Capture:
 class _Recorder:
     """Collects wrapper records and graphs during one compile."""
 
-    def __init__(self, backend: str) -> None:
-        self.backend = backend
+    def __init__(self) -> None:
         self.wrappers: dict[str, dict[str, Any]] = {}
         self.gms: list[tuple[str, torch.fx.GraphModule, str | None]] = []
         self.render = RenderContext()
@@ -356,7 +354,7 @@ def capture(
         raise ValueError(f"fn takes {len(arg_names)} arguments ({arg_names}), got {len(args)}")
     copies = clone_preserving_aliasing(args)
     arg_leaves = _arg_leaves(arg_names, copies)
-    rec = _Recorder(backend)
+    rec = _Recorder()
     rng = torch.random.get_rng_state()
     grad_enabled = torch.is_grad_enabled()
     fconfig = torch._functorch.config
@@ -396,7 +394,6 @@ def capture(
         wrappers=rec.wrappers,
         render=rec.render,
         grad_enabled=grad_enabled,
-        debug_assert=bool(fconfig.debug_assert),
         arg_leaves=arg_leaves,
     )
     cap.graphs = _render_graphs(rec, cap)
@@ -487,7 +484,6 @@ def _capture_dynamo(
             graph_outputs[:] = list(out) if isinstance(out, list | tuple) else [out]
             return out
 
-        run._pyfy_inner = inner  # type: ignore[attr-defined]
         return run
 
     import torch._dynamo
@@ -573,8 +569,6 @@ def _capture_aot(
 
         def compiled_flat(*leaves: Any) -> Any:
             return inner(*leaves)
-
-    graph_outputs: list[Any] = []
 
     def compiled(*args: Any) -> Any:
         return compiled_flat(*pytree.tree_leaves(args))

@@ -25,7 +25,6 @@ from .ir import (
     GuardNode,
     InputInfo,
     OpaqueLeaf,
-    OutputInfo,
     PlainMeta,
     PythonifyIR,
     RuntimeWrapperNode,
@@ -33,6 +32,7 @@ from .ir import (
     TensorMetaRecord,
     ViewOp,
 )
+from .runtime_source import type_var
 
 _NON_ALIAS = ("non_alias", "unsafe_view_alias", "custom_function_view")
 
@@ -45,11 +45,6 @@ def _indent(src: str, n: int = 1) -> str:
 def _triple_quoted(src: str) -> str:
     body = src.replace("\\", "\\\\").replace("'''", "\\'\\'\\'")
     return "'''" + body + "'''"
-
-
-def _type_var(path: str) -> str:
-    mod, _, qual = path.partition(":")
-    return "_T_" + "".join(c if c.isalnum() else "_" for c in f"{mod}_{qual}")
 
 
 class _Emitter:
@@ -112,7 +107,7 @@ def _emit_wrap(e: _Emitter, meta: SubclassMeta, src: str, cursor: list[int]) -> 
     stride = dims(meta.outer_stride)
     out = e.fresh("_wrapped")
     e.emit(
-        f"{out} = {_type_var(meta.type_path)}.__tensor_unflatten__("
+        f"{out} = {type_var(meta.type_path)}.__tensor_unflatten__("
         f"{{{', '.join(entries)}}}, {meta.ctx_repr}, {size}, {stride})"
     )
     return out
@@ -175,7 +170,8 @@ class PythonCodeGen(CodeGenVisitor):
     def __init__(self, ir: PythonifyIR) -> None:
         self.ir = ir
         self.inner = ""
-        self.chunks: list[str] = []
+        # The callable the autograd node's backward calls (the graph, or its CUDA-graph runner).
+        self.backward_name = "compiled_backward"
 
     # -- forward_inference ---------------------------------------------------------------
     def visit_effect_tokens(self, node: EffectTokensWrapperNode) -> str:
@@ -196,7 +192,7 @@ class PythonCodeGen(CodeGenVisitor):
                 e.emit(f"unwrapped.append(args[{i}])")
                 continue
             var = e.fresh("_arg")
-            tv = _type_var(m.type_path)
+            tv = type_var(m.type_path)
             e.emit(f"{var} = args[{i}]")
             e.emit(f"if type({var}) is not {tv}:")
             e.emit(f"    raise AssertionError(f'expected {{{tv}}}, got {{type({var})}}')")
@@ -253,9 +249,7 @@ def _fakified_out_wrapper(args):
 
     # -- autograd_assembly ---------------------------------------------------------------
     def visit_autograd(self, node: AOTAutogradWrapperNode) -> str:
-        return _autograd_function(node, fw=self.inner, bw=self.ir_backward_name)
-
-    ir_backward_name = "compiled_backward"
+        return _autograd_function(node, fw=self.inner, bw=self.backward_name)
 
     def visit_runtime(self, node: RuntimeWrapperNode) -> str:
         return _runtime_wrapper(node, self.inner)
@@ -496,7 +490,7 @@ def _tangent_meta_literal(m: TensorMetaRecord) -> str:
         f"({a!r}, {'None' if isinstance(am, OpaqueLeaf) else _tangent_meta_literal(am)})"
         for a, am in m.attrs
     )
-    return f"({_type_var(m.type_path)}, {_memory_format_expr(m)}, [{attrs}])"
+    return f"({type_var(m.type_path)}, {_memory_format_expr(m)}, [{attrs}])"
 
 
 def _runtime_wrapper(node: RuntimeWrapperNode, inner: str) -> str:
@@ -654,7 +648,7 @@ def _guard_section(g: GuardNode) -> str:
         (
             t.index,
             t.source,
-            _type_var(t.type_path)
+            type_var(t.type_path)
             if t.type_path not in ("torch:Tensor", "torch.nn.parameter:Parameter")
             else None,
             t.dtype,
@@ -742,7 +736,7 @@ def generate(ir: PythonifyIR) -> str:
         name, src = cg_node.accept(gen)
         parts.append(src)
         graph_fn[gid] = name
-    gen.ir_backward_name = graph_fn.get("backward", "compiled_backward")
+    gen.backward_name = graph_fn.get("backward", "compiled_backward")
     gen.inner = graph_fn["forward" if ir.training else "inference"]
     for title, nodes in (
         ("3. forward_inference wrappers (inner-most first)", ir.forward_inference),
@@ -761,4 +755,4 @@ def generate(ir: PythonifyIR) -> str:
     return "\n\n\n".join(p.rstrip() for p in parts) + "\n"
 
 
-__all__ = ["OutputInfo", "PythonCodeGen", "generate"]
+__all__ = ["PythonCodeGen", "generate"]

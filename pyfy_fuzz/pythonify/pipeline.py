@@ -27,7 +27,6 @@ from .ir import (
     FunctionalizedRngRuntimeWrapperNode,
     GuardNode,
     IRNode,
-    PlainMeta,
     PythonifyIR,
     RuntimeWrapperNode,
     SubclassMeta,
@@ -237,7 +236,3 @@ def _cudagraph_nodes(cap: Capture, training: bool) -> list[CUDAGraphSetupNode]:
         **common,  # type: ignore[arg-type]
     )
     return [fw, bw]
-
-
-def plain_indices(metas: list[TensorMetaRecord]) -> list[int]:
-    return [m.unwrapped_idx for m in metas if isinstance(m, PlainMeta)]

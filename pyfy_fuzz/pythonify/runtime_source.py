@@ -10,7 +10,8 @@ from __future__ import annotations
 from .ir import PythonifyIR
 
 
-def _type_var(path: str) -> str:
+def type_var(path: str) -> str:
+    """The module-level name under which a generated file holds an imported subclass type."""
     mod, _, qual = path.partition(":")
     return "_T_" + "".join(c if c.isalnum() else "_" for c in f"{mod}_{qual}")
 
@@ -407,7 +408,7 @@ def _check_aliasing(tensors, sources, same_object, shared_storage):
 
 
 def helpers(ir: PythonifyIR) -> str:
-    types = "\n".join(f"{_type_var(p)} = _import_type({p!r})" for p in ir.subclass_imports)
+    types = "\n".join(f"{type_var(p)} = _import_type({p!r})" for p in ir.subclass_imports)
     consts = ""
     if ir.constants:
         consts = f"\n\n_CONSTANTS = _load_constants({ir.constants!r})"
