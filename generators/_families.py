@@ -1,0 +1,391 @@
+"""One strategy per wrapper family, and `programs()` mixing them.
+
+Each family builds the structure its wrapper needs first (forced statements), then draws a
+few random statements, outputs and a call plan. Forced structure comes first so that shrinking
+deletes the random tail and keeps what makes the wrapper fire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from hypothesis import event
+from hypothesis import strategies as st
+
+from ._build import Builder, Profile
+from ._model import Geometry, Val, contiguous_strides, numel, overlap
+from ._spec import CallPlan, ModuleSpec, OutSpec, ProgramSpec
+from ._stmts import (
+    mutable,
+    random_stmt,
+    stmt_effect,
+    stmt_function,
+    stmt_grad_mode,
+    stmt_hook,
+    stmt_inplace,
+    stmt_metadata,
+    stmt_rng,
+    stmt_unary,
+    stmt_view,
+    tensors,
+)
+
+_BASE_WEIGHTS = {
+    "unary": 6,
+    "binary": 5,
+    "view": 4,
+    "inplace": 3,
+    "reduce": 1,
+    "matmul": 1,
+    "cast": 1,
+    "detach": 1,
+}
+
+
+def _weights(**extra: int) -> dict[str, int]:
+    return {**_BASE_WEIGHTS, **extra}
+
+
+PROFILES: dict[str, Profile] = {
+    "dedupe": Profile("dedupe", _weights(), frontend="aot"),
+    "synthetic_base": Profile("synthetic_base", _weights()),
+    "input_mutation": Profile("input_mutation", _weights(inplace=6, metadata=2, grad_mode=1)),
+    "output_aliasing": Profile("output_aliasing", _weights(view=8)),
+    "subclass": Profile(
+        "subclass", {"unary": 6, "binary": 4, "view": 3, "inplace": 2}, float_only=True
+    ),
+    "effects": Profile("effects", _weights(effect=3)),
+    "rng": Profile("rng", _weights(rng=3), float_only=True),
+    "autograd_function": Profile(
+        "autograd_function", _weights(function=3, hook=2), float_only=True
+    ),
+    "module": Profile("module", _weights(batchnorm=3), float_only=True),
+    "cudagraph": Profile("cudagraph", _weights(), mode="reduce-overhead", min_calls=2),
+}
+FAMILIES = tuple(PROFILES)
+
+
+# ------------------------------------------------------------------ inputs per family
+
+
+def _plain_inputs(b: Builder, lo: int = 1) -> None:
+    for _ in range(b.integer(lo, b.profile.max_inputs)):
+        b.input_root(b.add_root())
+    if b.profile.frontend == "dynamo" and b.profile.mode is None and b.chance(8):
+        b.input_int()
+
+
+def _mutable_root(b: Builder, ndim_min: int = 0, nonempty: bool = False) -> Val:
+    """A root whose memory may be written in place: no leaf requiring grad, no expand."""
+    layouts = ["contiguous", "offset"] + (["strided"] if ndim_min else [])
+    layout = "contiguous" if not b.chance(3) else b.pick(layouts)
+    grad = b.pick(("none", "nonleaf"))
+    return b.add_root(ndim_min=ndim_min, grad=grad, layout=layout, nonempty=nonempty)
+
+
+def _forced_mutation(b: Builder, target: Val) -> None:
+    if not stmt_inplace(b, target=target):
+        stmt_inplace(b, target=target, ctx="no_grad")
+
+
+# ------------------------------------------------------------------ family builders
+
+
+def _dedupe(b: Builder) -> None:
+    root = _mutable_root(b)
+    first = b.input_root(root)
+    if b.chance(3):
+        b.input_root(b.add_root())
+    dup = b.input_dup(first)
+    event("aim: dedupe/duplicate_args")
+    _forced_mutation(b, b.vals[dup.name] if b.chance(2) else b.vals[first.name])
+
+
+def _synthetic_base(b: Builder) -> None:
+    root = _mutable_root(b, ndim_min=1, nonempty=True)
+    shape = b.pick(("base+view", "two views", "view+set_", "base+set_"))
+    event(f"aliasing: {shape}")
+    aliased = []
+    if shape.startswith("base"):
+        aliased.append(b.input_root(root))
+    else:
+        aliased.append(b.input_view(root))
+    if shape.endswith("set_"):
+        shared = b.input_set_shared(root)
+        aliased.append(shared if shared is not None else b.input_view(root))
+    else:
+        aliased.append(b.input_view(root))
+    if b.chance(3):
+        b.input_root(b.add_root())
+    a, c = aliased
+    overlapping = overlap(a, c)
+    event("aliasing: overlapping" if overlapping else "aliasing: disjoint")
+    if not overlapping and not b.chance(4) and not shape.startswith("base"):
+        # AOT needs no synthetic base for disjoint aliases; mostly, pass the base as well.
+        aliased.append(b.input_root(root))
+    event("aim: synthetic_base/" + ("nd" if max(a.ndim, c.ndim) > 1 else "1d"))
+    touching = [v for v in aliased if any(w is not v and overlap(v, w) for w in aliased)]
+    writable = [v for v in touching if mutable(b, v, grad_on=False)]
+    target = b.vals[b.pick(writable or touching or aliased).name]
+    if b.chance(5) and stmt_metadata(b, target=target):
+        event("aim: synthetic_base/metadata_mutation")
+        target = b.vals[target.name]
+    _forced_mutation(b, target)
+    # Dynamo drops arguments the graph never reads: read every other alias.
+    for other in aliased:
+        if other.name != target.name:
+            before = set(b.vals)
+            stmt_unary(b, target=b.vals[other.name])
+            b.outputs += [OutSpec("ref", ref=n) for n in b.vals if n not in before]
+
+
+def _input_mutation(b: Builder) -> None:
+    _plain_inputs(b)
+    target = b.pick(tensors(b, lambda v: v.input_index is not None) or [None])
+    if target is None:
+        return
+    kind = b.pick(("data", "data", "metadata", "grad_mode"))
+    event(f"aim: runtime/input_mutation/{kind}")
+    if kind == "metadata" and stmt_metadata(b, target=target):
+        return
+    if kind == "grad_mode":
+        stmt_grad_mode(b)
+    _forced_mutation(b, target)
+
+
+def _output_aliasing(b: Builder) -> None:
+    _plain_inputs(b)
+    kind = b.pick(("input", "input view", "intermediate view", "twice", "views of one base"))
+    event(f"aim: output alias: {kind}")
+    ins = tensors(b, lambda v: v.input_index is not None)
+    if not ins:
+        return
+    x = b.pick(ins)
+    if kind == "input":
+        # Dynamo hands back an unmutated input itself; only a mutated one reaches AOT.
+        if stmt_inplace(b, target=x) or stmt_inplace(b, target=x, ctx="no_grad"):
+            b.outputs.append(OutSpec("ref", ref=x.name))
+            return
+        kind = "input view"
+    src = x
+    if kind in ("intermediate view", "views of one base"):
+        before = set(b.vals)
+        stmt_unary(b)
+        new = [n for n in b.vals if n not in before]
+        src = b.vals[new[-1]] if new else x
+    made: list[str] = []
+    for _ in range(2 if kind == "views of one base" else 1):
+        before = set(b.vals)
+        _view_of(b, src)
+        made += [n for n in b.vals if n not in before]
+    refs = made or [x.name]
+    if kind == "twice":
+        refs = [refs[-1], refs[-1]]
+    b.outputs += [OutSpec("ref", ref=r) for r in refs]
+
+
+def _view_of(b: Builder, v: Val) -> None:
+    """A view statement on v (a few tries: some drawn views are illegal on v)."""
+    for _ in range(3):
+        if stmt_view(b, target=v):
+            return
+
+
+def _subclass(b: Builder) -> None:
+    kind = b.pick(("two_tensor", "mirror"))
+    event(f"aim: subclass/{kind}")
+    grad = b.pick(("none", "leaf"))
+    x = b.input_root(b.add_root(subclass=kind, grad=grad, layout="contiguous"))
+    if b.chance(2):
+        b.input_root(b.add_root(grad="none", layout="contiguous"))
+    before = set(b.vals)
+    stmt_unary(b, target=x)  # the subclass must reach the graph
+    b.outputs += [OutSpec("ref", ref=n) for n in b.vals if n not in before]
+
+
+def _with_result(b: Builder) -> None:
+    """One statement whose value is returned, so the graph is not empty."""
+    before = set(b.vals)
+    stmt_unary(b)
+    b.outputs += [OutSpec("ref", ref=n) for n in b.vals if n not in before]
+
+
+def _effects(b: Builder) -> None:
+    _plain_inputs(b)
+    stmt_effect(b)
+    _with_result(b)
+    event("aim: tokens/forward")
+
+
+def _rng(b: Builder) -> None:
+    _plain_inputs(b)
+    stmt_rng(b)
+
+
+def _autograd_function(b: Builder) -> None:
+    root = b.add_root(grad=b.pick(("leaf", "nonleaf")), dtype="float32")
+    b.input_root(root)
+    if b.chance(2):
+        b.input_root(b.add_root())
+    if b.chance(3):
+        stmt_hook(b)
+    if b.chance(3):
+        stmt_unary(b)
+    before = set(b.vals)
+    stmt_function(b)
+    b.outputs += [OutSpec("ref", ref=n) for n in b.vals if n not in before][:1]
+    event("aim: autograd/custom_function")
+
+
+def _module(b: Builder) -> None:
+    x = b.add_root(ndim_min=1, dtype="float32", grad=b.pick(("none", "leaf")), layout="contiguous")
+    b.input_root(x)
+    if b.chance(3):
+        b.input_root(b.add_root(dtype="float32"))
+    shape = x.shape
+    params = [shape[-1:]] if b.chance(2) else [shape]
+    if b.chance(2):
+        params.append(shape)
+    tied = b.chance(4)
+    buffers = [shape] if b.chance(3) else []
+    bn = (
+        shape[1]
+        if len(shape) in (2, 3)
+        and shape[0] * (shape[2] if len(shape) == 3 else 1) > 1
+        and shape[1] > 0
+        and b.chance(2)
+        else None
+    )
+    b.module = ModuleSpec(
+        params=tuple(tuple(p) for p in params),
+        tied=tied,
+        buffers=tuple(tuple(s) for s in buffers),
+        batchnorm=bn,
+        full_backward_hook=b.chance(10),
+    )
+    names = [f"p{i}" for i in range(len(params))] + ([f"p{len(params)}"] if tied else [])
+    for i, shape_i in enumerate(params):
+        b.vals[f"p{i}"] = _param_val(b, f"p{i}", tuple(shape_i), param=True)
+    for i, s in enumerate(buffers):
+        b.vals[f"b{i}"] = _param_val(b, f"b{i}", tuple(s), param=False)
+    if tied:
+        first = b.vals["p0"]
+        b.vals[names[-1]] = replace(first, name=names[-1])
+    # A statement that reads a parameter, so autograd sees it.
+    p = b.vals["p0"]
+    from ._spec import Stmt
+    from ._stmts import _bind, _fresh
+
+    out = _fresh(b, x, shape, "float32", True)
+    _bind(b, out, Stmt(b.pick(("mul", "add")), ("a0", p.name), (out.name,)))
+    event("aim: module/parameters")
+    if buffers and b.chance(2):
+        stmt_inplace(b, target=b.vals["b0"], ctx="no_grad")
+        event("module: buffer mutated")
+
+
+def _param_val(b: Builder, name: str, shape: tuple[int, ...], param: bool) -> Val:
+    return Val(
+        name=name,
+        dtype="float32",
+        geom=Geometry(shape, contiguous_strides(shape), 0),
+        shape=shape,
+        storage=b.new_id(),
+        storage_numel=numel(shape),
+        family=b.new_id(),
+        requires_grad=param,
+        is_leaf=True,
+        param=param,
+    )
+
+
+def _cudagraph(b: Builder) -> None:
+    _plain_inputs(b)
+    _with_result(b)
+    event("aim: cudagraph/replay")
+
+
+_BUILDERS: dict[str, Callable[[Builder], None]] = {
+    "dedupe": _dedupe,
+    "synthetic_base": _synthetic_base,
+    "input_mutation": _input_mutation,
+    "output_aliasing": _output_aliasing,
+    "subclass": _subclass,
+    "effects": _effects,
+    "rng": _rng,
+    "autograd_function": _autograd_function,
+    "module": _module,
+    "cudagraph": _cudagraph,
+}
+
+
+# ------------------------------------------------------------------ outputs and plan
+
+
+def _draw_out(b: Builder, depth: int = 0) -> OutSpec:
+    refs = [n for n in b.vals if n[0] in "av"]  # module parameters and buffers stay inside
+    kind = 0 if not b.chance(5) or b.profile.frontend == "aot" else b.integer(1, 4)
+    if kind == 0 or not refs:
+        if not refs:
+            return OutSpec("none")
+        return OutSpec("ref", ref=b.pick(refs[::-1]))  # shrinks toward the latest value
+    if kind == 1:
+        return OutSpec("int", value=b.integer(0, 3))
+    if kind == 2:
+        return OutSpec("none")
+    if kind == 3:
+        sized = [r for r in refs if b.vals[r].ndim > 0]
+        if not sized:
+            return OutSpec("none")
+        r = b.pick(sized)
+        return OutSpec("size", ref=r, value=b.integer(0, b.vals[r].ndim - 1))
+    if depth >= 1:
+        return OutSpec("ref", ref=b.pick(refs[::-1]))
+    return OutSpec("tuple", items=tuple(_draw_out(b, depth + 1) for _ in range(b.integer(1, 2))))
+
+
+def _plan(b: Builder) -> CallPlan:
+    p = b.profile
+    variant = None if not b.chance(4) else b.pick(("shape", "dtype", "aliasing"))
+    dynamic = p.frontend == "dynamo" and b.chance(6)
+    if dynamic:
+        event("plan: dynamic=True")
+    if variant:
+        event(f"plan: variant call ({variant})")
+    return CallPlan(
+        calls=b.integer(p.min_calls, 3),
+        variant=variant,
+        backward=b.backward,
+        tangents="randn" if not b.chance(4) else "ones",
+        second_backward=None if not b.chance(5) else b.pick(("retain", "no_retain")),
+        dynamic=dynamic,
+        frontend=p.frontend,
+        mode=p.mode,
+        saved_tensor_hooks=b.backward and b.chance(8),
+    )
+
+
+def build(draw: Callable[..., object], family: str, max_ops: int, max_inputs: int) -> ProgramSpec:
+    profile = replace(PROFILES[family], max_ops=max_ops, max_inputs=max_inputs)
+    b = Builder(draw=draw, profile=profile)  # type: ignore[arg-type]
+    b.backward = not b.chance(5)
+    _BUILDERS[family](b)
+    if not b.inputs:
+        b.input_root(b.add_root())
+    for _ in range(b.integer(0, b.profile.max_ops)):
+        random_stmt(b)
+    if not b.outputs or b.chance(3):
+        b.outputs += [_draw_out(b) for _ in range(b.integer(1, 2))]
+    event(f"family: {family}")
+    return b.spec(_plan(b))
+
+
+def family_strategy(
+    family: str, max_ops: int = 5, max_inputs: int = 3
+) -> st.SearchStrategy[ProgramSpec]:
+    @st.composite
+    def _strategy(draw: Callable[..., object]) -> ProgramSpec:
+        return build(draw, family, max_ops, max_inputs)
+
+    return _strategy()

@@ -1,0 +1,559 @@
+"""render(spec) -> the source of a standalone module that needs only torch.
+
+The module defines `make_fn()` (the function, or a fresh nn.Module), `make_inputs(seed,
+variant)` (arguments with the spec's aliasing structure, deterministic per seed), `PLAN` and
+`SPEC`. Running it as a script calls the program eagerly as the plan says and prints the
+results, so a saved case is readable and runnable without pyfy-fuzz.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from ._spec import FunctionSpec, InputSpec, ModuleSpec, OutSpec, ProgramSpec, RootSpec, Stmt
+
+_PRELUDE = '''
+def _root(g, shape, dtype, layout, grad, subclass=None, variant=None):
+    """A root tensor: its own storage, the layout asked for, and its grad kind."""
+    if variant == "shape":
+        shape = tuple(n + 1 for n in shape)
+    if variant == "dtype" and dtype == torch.float32:
+        dtype = torch.float64
+    n = 1
+    for s in shape:
+        n *= s
+    if layout == "transposed":
+        storage_shape = shape[:-2] + (shape[-1], shape[-2])
+    elif layout == "strided":
+        storage_shape = shape[:-1] + (2 * shape[-1],)
+    elif layout == "expanded":
+        storage_shape = (1,) + shape[1:]
+    elif layout == "offset":
+        storage_shape = (n + 3,)
+    else:
+        storage_shape = shape
+    if dtype.is_floating_point:
+        s = torch.randn(storage_shape, generator=g).to(dtype)
+    elif dtype == torch.bool:
+        s = torch.randint(0, 2, storage_shape, generator=g).bool()
+    else:
+        s = torch.randint(-4, 5, storage_shape, generator=g).to(dtype)
+    if grad == "nonleaf":
+        s = s.requires_grad_().clone()
+    if layout == "transposed":
+        t = s.transpose(-1, -2)
+    elif layout == "strided":
+        t = s[..., ::2]
+    elif layout == "expanded":
+        t = s.expand(shape)
+    elif layout == "offset":
+        t = s[3:].view(shape)
+    else:
+        t = s
+    if grad != "nonleaf":
+        t = t.detach()
+    if subclass == "two_tensor":
+        t = TwoTensor(t, t * 2)
+    elif subclass == "mirror":
+        t = MirrorTensor(t, "m")
+    if grad == "leaf":
+        t.requires_grad_()
+    return t
+
+
+def _set_shared(root, size, stride, offset):
+    """A tensor over root's storage made with set_: shares memory, has no _base."""
+    t = torch.empty(0, dtype=root.dtype)
+    t.set_(root.untyped_storage(), offset, size, stride)
+    return t
+
+
+def _leaves(fn, args):
+    """Tensors whose .grad a backward fills: leaf arguments requiring grad, then parameters."""
+    found = []
+    params = list(fn.parameters()) if isinstance(fn, torch.nn.Module) else []
+    for t in [*torch.utils._pytree.tree_leaves(args), *params]:
+        if isinstance(t, torch.Tensor) and t.requires_grad and t.is_leaf:
+            if not any(t is f for f in found):
+                found.append(t)
+    return found
+
+
+def drive(call, args, seed=0, module=None):
+    """One call as PLAN says: seed, call, then backward through the outputs requiring grad.
+
+    `module` is the nn.Module whose parameters count as leaves (defaults to `call`). Returns
+    {"out", "grad_enabled_after", "grads", "second"}: grads of the leaves after the first
+    backward (None without one); after the second backward, its grads or the exception it
+    raised. Errors in the call or the first backward propagate; grad mode is restored.
+    """
+    leaves = _leaves(call if module is None else module, args)
+    for leaf in leaves:
+        leaf.grad = None
+    if PLAN["saved_tensor_hooks"]:
+        with torch.autograd.graph.saved_tensors_hooks(_pack, _unpack):
+            return _drive(call, args, seed, leaves)
+    return _drive(call, args, seed, leaves)
+
+
+def _drive(call, args, seed, leaves):
+    torch.manual_seed(seed)
+    try:
+        out = call(*args)
+        result = {"out": out, "grad_enabled_after": torch.is_grad_enabled(), "grads": None, "second": None}
+    finally:
+        torch.set_grad_enabled(True)
+    diff = [o for o in torch.utils._pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
+    if not (PLAN["backward"] and diff):
+        return result
+    g = torch.Generator().manual_seed(1000 + seed)
+    terms = []
+    for o in diff:
+        if PLAN["tangents"] == "ones":
+            t = torch.ones(o.shape, dtype=o.dtype)
+        else:
+            t = torch.randn(o.shape, generator=g).to(o.dtype)
+        terms.append((o * t).sum())
+    loss = sum(terms)
+    loss.backward(retain_graph=PLAN["second_backward"] == "retain")
+    result["grads"] = [None if leaf.grad is None else leaf.grad.clone() for leaf in leaves]
+    if PLAN["second_backward"]:
+        try:
+            loss.backward()
+            result["second"] = [None if leaf.grad is None else leaf.grad.clone() for leaf in leaves]
+        except RuntimeError as exc:
+            result["second"] = exc
+    return result
+
+
+def _unalias(t):
+    """A copy with the same values and autograd role, sharing nothing."""
+    c = t.detach().clone()
+    return c.requires_grad_() if t.requires_grad else c
+'''
+
+_TWO_TENSOR = "from torch.testing._internal.two_tensor import TwoTensor\n"
+
+_MIRROR = '''
+
+class MirrorTensor(torch.Tensor):
+    """A traceable wrapper subclass around one inner tensor with a constant tag."""
+
+    @staticmethod
+    def __new__(cls, inner, tag):
+        return torch.Tensor._make_wrapper_subclass(
+            cls, inner.shape, strides=inner.stride(), storage_offset=inner.storage_offset(),
+            dtype=inner.dtype, device=inner.device, requires_grad=inner.requires_grad,
+        )
+
+    def __init__(self, inner, tag):
+        self.inner = inner
+        self.tag = tag
+
+    def __repr__(self):
+        return f"MirrorTensor({self.inner!r}, {self.tag!r})"
+
+    def __tensor_flatten__(self):
+        return ["inner"], self.tag
+
+    @staticmethod
+    def __tensor_unflatten__(inner_tensors, ctx, outer_size, outer_stride):
+        return MirrorTensor(inner_tensors["inner"], ctx)
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args, kwargs=None):
+        kwargs = kwargs or {}
+        tag = next(a.tag for a in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(a, MirrorTensor))
+        unwrap = lambda t: t.inner if isinstance(t, MirrorTensor) else t
+        out = func(*torch.utils._pytree.tree_map(unwrap, args), **torch.utils._pytree.tree_map(unwrap, kwargs))
+        wrapped = torch.utils._pytree.tree_map_only(torch.Tensor, lambda t: MirrorTensor(t, tag), out)
+        return return_and_correct_aliasing(func, args, kwargs, wrapped)
+'''
+
+_EFFECT_OP = '''
+
+def _register_effect_op():
+    """pyfy_gen::record, an ORDERED effectful custom op (registered once per process)."""
+    import sys
+    import types
+    log = sys.modules.setdefault("pyfy_gen_effect_log", types.ModuleType("pyfy_gen_effect_log"))
+    if not hasattr(log, "entries"):
+        log.entries = []
+    try:
+        torch.ops.pyfy_gen.record
+        return
+    except (AttributeError, RuntimeError):
+        pass
+
+    @torch.library.custom_op("pyfy_gen::record", mutates_args=())
+    def record(x: torch.Tensor) -> None:
+        log.entries.append(float(x.detach().float().sum()))
+
+    @record.register_fake
+    def _(x):
+        return None
+
+    from torch._library.effects import EffectType
+    torch.library._register_effectful_op("pyfy_gen::record", EffectType.ORDERED)
+
+
+_register_effect_op()
+'''
+
+_HOOKS = """
+
+def _double_grad(grad):
+    return grad * 2
+
+
+def _pack(t):
+    return t * 1
+
+
+def _unpack(t):
+    return t
+
+
+def _module_hook(module, grad_input, grad_output):
+    return None
+"""
+
+_UNARY = {
+    "sin": "{0}.sin()",
+    "cos": "{0}.cos()",
+    "tanh": "{0}.tanh()",
+    "sigmoid": "{0}.sigmoid()",
+    "relu": "torch.relu({0})",
+    "neg": "{0}.neg()",
+    "abs": "{0}.abs()",
+    "mul2": "{0} * 2",
+    "add1": "{0} + 1",
+    "logical_not": "{0}.logical_not()",
+    "detach": "{0}.detach()",
+    "gram": "{0} @ {0}.mT",
+    "rand_like": "torch.rand_like({0})",
+    "randn_like": "torch.randn_like({0})",
+    "dropout": "torch.nn.functional.dropout({0}, 0.5, training=True)",
+    "bernoulli": "torch.bernoulli({0}.detach().sigmoid())",
+    "batchnorm": "self.bn({0})",
+}
+_BINARY = {
+    "add": "{0} + {1}",
+    "sub": "{0} - {1}",
+    "mul": "{0} * {1}",
+    "maximum": "torch.maximum({0}, {1})",
+    "and": "{0} & {1}",
+    "or": "{0} | {1}",
+}
+_CTX = {
+    "no_grad": "torch.no_grad()",
+    "inference_mode": "torch.inference_mode()",
+    "enable_grad": "torch.enable_grad()",
+}
+_DTYPE = {d: f"torch.{d}" for d in ("float32", "float64", "float16", "bfloat16", "int64", "bool")}
+
+
+def _ref(name: str) -> str:
+    return f"self.{name}" if name[0] in "pb" else name
+
+
+def _ints(x: object) -> str:
+    """A tuple literal of ints from a tuple or (JSON) list."""
+    assert isinstance(x, (tuple, list))
+    return repr(tuple(int(i) for i in x))
+
+
+def view_expr(src: str, op: str, args: tuple[object, ...]) -> str:
+    """Python for one view op applied to the expression `src`."""
+    if op == "slice":
+        d, start, stop, step = args
+        return f"{src}[{':, ' * int(d)}{start}:{stop}:{step}]"  # type: ignore[call-overload]
+    if op == "select":
+        return f"{src}.select({args[0]}, {args[1]})"
+    if op == "transpose":
+        return f"{src}.transpose({args[0]}, {args[1]})"
+    if op in ("unsqueeze", "squeeze"):
+        return f"{src}.{op}({args[0]})"
+    if op == "expand":
+        return f"{src}.expand({tuple(args)!r})"
+    if op == "diagonal":
+        return f"{src}.diagonal()"
+    if op == "reshape":
+        return f"{src}.view({tuple(args)!r})"
+    if op == "as_strided":
+        size, stride, offset = args
+        return f"{src}.as_strided({_ints(size)}, {_ints(stride)}, {offset})"
+    raise ValueError(f"unknown view op {op!r}")
+
+
+def _stmt_lines(stmt: Stmt) -> list[str]:
+    a = [(_ref(x) if isinstance(x, str) else repr(x)) for x in stmt.args]
+    op = stmt.op
+    lhs = ", ".join(stmt.outs)
+    if op in _UNARY:
+        line = f"{lhs} = {_UNARY[op].format(*a)}"
+    elif op in _BINARY:
+        line = f"{lhs} = {_BINARY[op].format(*a)}"
+    elif op == "sum":
+        line = f"{lhs} = {a[0]}.sum({', '.join(a[1:])})"
+    elif op == "to":
+        line = f"{lhs} = {a[0]}.to({_DTYPE[str(stmt.args[1])]})"
+    elif op == "view":
+        src, vop = a[0], str(stmt.args[1])
+        line = f"{lhs} = {view_expr(src, vop, stmt.args[2:])}"
+    elif op == "index_put_":
+        line = f"{a[0]}.index_put_((torch.tensor([{a[1]}]),), torch.tensor(2, dtype={a[0]}.dtype))"
+    elif op in ("add_", "mul_", "copy_", "fill_", "zero_", "sin_"):
+        line = f"{a[0]}.{op}({', '.join(a[1:])})"
+    elif op in ("t_", "transpose_", "unsqueeze_", "squeeze_"):
+        line = f"{a[0]}.{op}({', '.join(a[1:])})"
+    elif op == "as_strided_":
+        line = f"{a[0]}.as_strided_({', '.join(a[1:])})"
+    elif op == "set_grad_enabled":
+        line = f"torch.set_grad_enabled({a[0]})"
+    elif op == "aten_print":
+        line = 'torch.ops.aten._print("pyfy-fuzz effect")'
+    elif op == "print_hop":
+        line = f'torch._higher_order_ops.print("pyfy-fuzz {{}}", {a[0]})'
+    elif op == "effect_op":
+        line = f"torch.ops.pyfy_gen.record({a[0]})"
+    elif op == "apply_fn":
+        line = f"{lhs} = Fn{stmt.args[0]}.apply({a[1]})"
+    elif op == "register_hook":
+        line = f"{a[0]}.register_hook(_double_grad)"
+    else:
+        raise ValueError(f"unknown statement op {op!r}")
+    if stmt.ctx is None:
+        return [line]
+    return [f"with {_CTX[stmt.ctx]}:", f"    {line}"]
+
+
+def _out_expr(out: OutSpec) -> str:
+    if out.kind == "ref":
+        return _ref(out.ref)
+    if out.kind == "int":
+        return repr(out.value)
+    if out.kind == "none":
+        return "None"
+    if out.kind == "size":
+        return f"{_ref(out.ref)}.shape[{out.value}]"
+    if out.kind == "tuple":
+        inner = ", ".join(_out_expr(o) for o in out.items)
+        return f"({inner},)" if len(out.items) == 1 else f"({inner})"
+    raise ValueError(f"unknown output kind {out.kind!r}")
+
+
+def _function_source(k: int, fn: FunctionSpec) -> str:
+    """A custom autograd.Function whose backward is the exact derivative of its forward."""
+    fwd = {
+        "scale": ["y = x * 3"],
+        "sin": ["y = x.sin()"],
+        "dirty": ["x.mul_(3)", "y = x"],
+        "view": ["y = x.view_as(x)"],
+    }[fn.body]
+    grad = {"scale": "g * 3", "sin": "g * x.cos()", "dirty": "g * 3", "view": "g"}[fn.body]
+    outs = "y, y.detach() * 0" if fn.non_differentiable else "y"
+    ctx_lines = []
+    if fn.body == "sin":
+        ctx_lines.append("ctx.save_for_backward(x)")
+    if fn.body == "dirty":
+        ctx_lines.append("ctx.mark_dirty(x)")
+    if not fn.materialize_grads:
+        ctx_lines.append("ctx.set_materialize_grads(False)")
+    lines = [f"class Fn{k}(torch.autograd.Function):"]
+    if fn.style == "ctx":
+        lines += ["    @staticmethod", "    def forward(ctx, x):"]
+        lines += [f"        {s}" for s in fwd]
+        lines += [f"        {s}" for s in ctx_lines]
+        if fn.non_differentiable:
+            lines += [
+                "        extra = y.detach() * 0",
+                "        ctx.mark_non_differentiable(extra)",
+                "        return y, extra",
+            ]
+        else:
+            lines.append("        return y")
+    else:
+        lines += ["    @staticmethod", "    def forward(x):"]
+        lines += [f"        {s}" for s in fwd]
+        lines.append(f"        return {outs}")
+        lines += [
+            "",
+            "    @staticmethod",
+            "    def setup_context(ctx, inputs, output):",
+            "        (x,) = inputs",
+        ]
+        lines += [f"        {s}" for s in ctx_lines]
+        if fn.non_differentiable:
+            lines.append("        ctx.mark_non_differentiable(output[1])")
+        if not ctx_lines and not fn.non_differentiable:
+            lines.append("        pass")
+    lines += ["", "    @staticmethod"]
+    if fn.once_differentiable:
+        lines.append("    @once_differentiable")
+    bw_args = "ctx, g, g_extra" if fn.non_differentiable else "ctx, g"
+    lines.append(f"    def backward({bw_args}):")
+    if fn.backward_print:
+        lines.append('        torch.ops.aten._print("pyfy-fuzz backward")')
+    if not fn.materialize_grads:
+        lines += ["        if g is None:", "            return None"]
+    if fn.body == "sin":
+        lines.append("        (x,) = ctx.saved_tensors")
+    lines.append(f"        return {grad}")
+    return "\n".join(lines)
+
+
+def _root_expr(k: int, r: RootSpec) -> str:
+    sub = repr(r.subclass)
+    return (
+        f"r{k} = _root(g, {tuple(r.shape)!r}, {_DTYPE[r.dtype]}, {r.layout!r}, {r.grad!r}, "
+        f"{sub}, variant)"
+    )
+
+
+def _input_expr(i: int, inp: InputSpec) -> str:
+    if inp.kind == "root":
+        return f"a{i} = r{inp.root}"
+    if inp.kind == "view":
+        expr = f"r{inp.root}"
+        for step in inp.views:
+            expr = view_expr(expr, step.op, step.args)
+        return f"a{i} = {expr}"
+    if inp.kind == "dup":
+        return f"a{i} = a{inp.of}"
+    if inp.kind == "set_shared":
+        size, stride, offset = inp.views[0].args
+        return f"a{i} = _set_shared(r{inp.root}, {_ints(size)}, {_ints(stride)}, {offset})"
+    if inp.kind == "int":
+        return f"a{i} = {inp.value}"
+    raise ValueError(f"unknown input kind {inp.kind!r}")
+
+
+def _make_inputs_source(spec: ProgramSpec) -> str:
+    lines = [
+        "def make_inputs(seed=0, variant=None):",
+        '    """The arguments for one call; `variant` ("shape", "dtype", "aliasing") changes them."""',
+        "    g = torch.Generator().manual_seed(seed)",
+    ]
+    lines += [f"    {_root_expr(k, r)}" for k, r in enumerate(spec.roots)]
+    lines += [f"    {_input_expr(i, inp)}" for i, inp in enumerate(spec.inputs)]
+    names = ", ".join(f"a{i}" for i in range(len(spec.inputs)))
+    lines.append(f"    args = ({names}{',' if len(spec.inputs) == 1 else ''})")
+    aliased = [i for i, inp in enumerate(spec.inputs) if inp.kind in ("view", "dup", "set_shared")]
+    tensor_ins = [i for i, inp in enumerate(spec.inputs) if inp.kind != "int"]
+    lines.append('    if variant == "aliasing":')
+    if aliased:
+        lines.append(
+            f"        args = tuple(_unalias(a) if i in {tuple(aliased)!r} else a for i, a in enumerate(args))"
+        )
+    elif len(tensor_ins) >= 2:
+        first, last = tensor_ins[0], tensor_ins[-1]
+        lines.append(
+            f"        args = tuple(args[{first}] if i == {last} else a for i, a in enumerate(args))"
+        )
+    else:
+        lines.append("        pass")
+    lines.append("    return args")
+    return "\n".join(lines)
+
+
+def _module_init(m: ModuleSpec) -> list[str]:
+    lines = [
+        "    def __init__(self):",
+        "        super().__init__()",
+        "        g = torch.Generator().manual_seed(1234)",
+    ]
+    for i, shape in enumerate(m.params):
+        lines.append(
+            f"        self.p{i} = torch.nn.Parameter(torch.randn({tuple(shape)!r}, generator=g))"
+        )
+    if m.tied:
+        lines.append(f"        self.p{len(m.params)} = self.p0  # tied")
+    for i, shape in enumerate(m.buffers):
+        lines.append(
+            f'        self.register_buffer("b{i}", torch.randn({tuple(shape)!r}, generator=g))'
+        )
+    if m.batchnorm is not None:
+        lines.append(f"        self.bn = torch.nn.BatchNorm1d({m.batchnorm})")
+    return lines
+
+
+def _fn_source(spec: ProgramSpec) -> str:
+    params = ", ".join(f"a{i}" for i in range(len(spec.inputs)))
+    body: list[str] = []
+    for stmt in spec.body:
+        body += _stmt_lines(stmt)
+    outs = [_out_expr(o) for o in spec.outputs]
+    ret = outs[0] if len(outs) == 1 else f"({', '.join(outs)})"
+    if spec.module is None:
+        lines = [
+            f"def f({params}):",
+            *(f"    {b}" for b in body),
+            f"    return {ret}",
+            "",
+            "",
+            "def make_fn():",
+            "    return f",
+        ]
+        return "\n".join(lines)
+    sep = ", " if params else ""
+    lines = [
+        "class Program(torch.nn.Module):",
+        *_module_init(spec.module),
+        "",
+        f"    def forward(self{sep}{params}):",
+        *(f"        {b}" for b in body),
+        f"        return {ret}",
+        "",
+        "",
+        "def make_fn():",
+        "    m = Program()",
+    ]
+    if spec.module.full_backward_hook:
+        lines.append("    m.register_full_backward_hook(_module_hook)")
+    lines.append("    return m")
+    return "\n".join(lines)
+
+
+def _uses(spec: ProgramSpec, *ops: str) -> bool:
+    return any(s.op in ops for s in spec.body)
+
+
+def render(spec: ProgramSpec) -> str:
+    """The standalone source of `spec` (see the module docstring)."""
+    parts = [
+        f'"""pyfy-fuzz program (family {spec.family}). Needs only torch: python this_file.py"""',
+        "",
+        "import torch",
+    ]
+    subclasses = {r.subclass for r in spec.roots}
+    if "two_tensor" in subclasses:
+        parts.append(_TWO_TENSOR.strip())
+    if "mirror" in subclasses:
+        parts.append("from torch.utils._python_dispatch import return_and_correct_aliasing")
+    if any(f.once_differentiable for f in spec.functions):
+        parts.append("from torch.autograd.function import once_differentiable")
+    parts.append(_PRELUDE)
+    if "mirror" in subclasses:
+        parts.append(_MIRROR)
+    if _uses(spec, "effect_op"):
+        parts.append(_EFFECT_OP)
+    parts.append(_HOOKS)
+    for k, fn in enumerate(spec.functions):
+        parts += ["", _function_source(k, fn), ""]
+    parts += ["", _fn_source(spec), "", "", _make_inputs_source(spec), ""]
+    parts.append(f"PLAN = {asdict(spec.plan)!r}")
+    parts.append(f"SPEC = {spec.to_json()!r}")
+    parts.append(_MAIN)
+    return "\n".join(parts)
+
+
+_MAIN = """
+
+if __name__ == "__main__":
+    fn = make_fn()
+    for seed in range(PLAN["calls"]):
+        result = drive(fn, make_inputs(seed), seed)
+        print(f"call {seed}: out={result['out']!r}")
+        print(f"call {seed}: grads={result['grads']!r}")
+"""

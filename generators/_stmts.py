@@ -1,0 +1,526 @@
+"""Statements: each `stmt_<group>` draws one legal statement and updates the builder's model.
+
+A function returns False when no legal statement of its group exists in the current state
+(e.g. no float value for `sin`); the caller then tries another group. The rules encoded here
+are eager's (see `_model`): no in-place write to a leaf that requires grad or a view of one
+(outside no_grad), to memory with overlapping elements, to a view made under no_grad or
+returned by a custom Function, or to a tensor whose version counter a saved tensor shares.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import event
+
+from ._build import Builder
+from ._model import (
+    FLOATS,
+    Geometry,
+    Val,
+    broadcast,
+    contiguous_strides,
+    numel,
+    overlap,
+    same_elements,
+)
+from ._spec import FunctionSpec, Stmt
+
+UNARY = {
+    "float": ("sin", "cos", "tanh", "sigmoid", "relu", "neg", "mul2", "add1"),
+    "int64": ("neg", "abs", "add1", "mul2"),
+    "bool": ("logical_not",),
+}
+SAVES_INPUT = {"sin", "cos", "mul", "maximum", "gram"}  # backward reads an operand
+SAVES_RESULT = {"tanh", "sigmoid", "relu"}  # backward reads the result
+BINARY = {
+    "float": ("add", "mul", "sub", "maximum"),
+    "int64": ("add", "mul", "sub"),
+    "bool": ("and", "or"),
+}
+INPLACE = ("add_", "mul_", "copy_", "fill_", "zero_", "index_put_", "sin_")
+
+
+def _kind(v: Val) -> str:
+    return "float" if v.dtype in FLOATS else v.dtype
+
+
+def tensors(b: Builder, pred: object = None) -> list[Val]:
+    vals = list(b.vals.values())
+    return [v for v in vals if pred is None or pred(v)]  # type: ignore[operator]
+
+
+def _bind(b: Builder, val: Val, stmt: Stmt) -> Val:
+    b.body.append(stmt)
+    b.vals[val.name] = val
+    return val
+
+
+def _fresh(b: Builder, like: Val, shape: tuple[int, ...], dtype: str, rg: bool) -> Val:
+    """A new tensor with its own storage (strides unknown unless the source was contiguous)."""
+    geom = Geometry(shape, contiguous_strides(shape), 0)
+    return Val(
+        name=b.fresh_name(),
+        dtype=dtype,
+        geom=geom if (like.geom is not None and like.geom.is_contiguous()) else None,
+        shape=shape,
+        storage=b.new_id(),
+        storage_numel=numel(shape),
+        family=b.new_id(),
+        requires_grad=rg and b.grad_on and dtype in FLOATS,
+        is_leaf=not (rg and b.grad_on),
+        subclass=like.subclass,
+    )
+
+
+def _note_saved(b: Builder, op: str, operands: list[Val], result: Val) -> None:
+    if not b.grad_on or not any(v.requires_grad for v in operands):
+        return
+    if op in SAVES_INPUT:
+        b.saved_families.update(v.family for v in operands)
+    if op in SAVES_RESULT:
+        b.saved_families.add(result.family)
+
+
+def _ctx(b: Builder) -> str | None:
+    """Occasionally run an out-of-place statement under a context manager."""
+    if b.grad_on and b.chance(6):
+        return "no_grad"
+    if not b.grad_on and b.chance(4):
+        return "enable_grad"
+    return None
+
+
+def _with_ctx(b: Builder, ctx: str | None) -> bool:
+    """Grad mode inside `ctx`, given the builder's current grad mode."""
+    if ctx == "no_grad" or ctx == "inference_mode":
+        return False
+    if ctx == "enable_grad":
+        return True
+    return b.grad_on
+
+
+class _GradMode:
+    """Temporarily set the builder's grad mode while a statement under `ctx` is modelled."""
+
+    def __init__(self, b: Builder, ctx: str | None) -> None:
+        self.b, self.ctx, self.saved = b, ctx, b.grad_on
+
+    def __enter__(self) -> None:
+        self.b.grad_on = _with_ctx(self.b, self.ctx)
+
+    def __exit__(self, *exc: object) -> None:
+        self.b.grad_on = self.saved
+
+
+def stmt_unary(b: Builder, target: Val | None = None) -> bool:
+    cands = [target] if target is not None else tensors(b, lambda v: not v.subclass or v.is_float)
+    if not cands:
+        return False
+    v = b.pick(cands)
+    op = b.pick(UNARY[_kind(v)])
+    ctx = _ctx(b)
+    with _GradMode(b, ctx):
+        out = _fresh(b, v, v.shape, v.dtype, v.requires_grad)
+        _note_saved(b, op, [v], out)
+        _bind(b, out, Stmt(op, (v.name,), (out.name,), ctx))
+    return True
+
+
+def stmt_binary(b: Builder) -> bool:
+    cands = tensors(b)
+    if not cands:
+        return False
+    v = b.pick(cands)
+    partners = [
+        w
+        for w in cands
+        if w.dtype == v.dtype
+        and broadcast(v.shape, w.shape) is not None
+        and (w.subclass is None or v.subclass is None or w.subclass == v.subclass)
+    ]
+    w = b.pick(partners)  # v itself is always a partner
+    op = b.pick(BINARY[_kind(v)])
+    shape = broadcast(v.shape, w.shape)
+    assert shape is not None
+    ctx = _ctx(b)
+    with _GradMode(b, ctx):
+        out = _fresh(
+            b, v if v.geom is not None else w, shape, v.dtype, v.requires_grad or w.requires_grad
+        )
+        out = replace(out, subclass=v.subclass or w.subclass)
+        _note_saved(b, op, [v, w], out)
+        _bind(b, out, Stmt(op, (v.name, w.name), (out.name,), ctx))
+    return True
+
+
+def stmt_reduce(b: Builder) -> bool:
+    cands = tensors(b, lambda v: v.dtype != "bool" and not v.subclass)
+    if not cands:
+        return False
+    v = b.pick(cands)
+    if v.ndim == 0 or b.chance(3):
+        args: tuple[object, ...] = (v.name,)
+        shape: tuple[int, ...] = ()
+    else:
+        d = b.integer(0, v.ndim - 1)
+        args, shape = (v.name, d), v.shape[:d] + v.shape[d + 1 :]
+    out = _fresh(b, v, shape, v.dtype, v.requires_grad)
+    _bind(b, out, Stmt("sum", args, (out.name,)))
+    return True
+
+
+def stmt_matmul(b: Builder) -> bool:
+    cands = tensors(b, lambda v: v.is_float and v.ndim >= 2 and not v.subclass)
+    if not cands:
+        return False
+    v = b.pick(cands)
+    out = _fresh(b, v, v.shape[:-1] + (v.shape[-2],), v.dtype, v.requires_grad)
+    _note_saved(b, "gram", [v], out)
+    _bind(b, out, Stmt("gram", (v.name,), (out.name,)))
+    return True
+
+
+def stmt_cast(b: Builder) -> bool:
+    cands = tensors(b, lambda v: not v.subclass)
+    if not cands:
+        return False
+    v = b.pick(cands)
+    dtype = b.pick([d for d in ("float32", "float64", "int64") if d != v.dtype])
+    rg = v.requires_grad and dtype in FLOATS and v.is_float
+    out = _fresh(b, v, v.shape, dtype, rg)
+    _bind(b, out, Stmt("to", (v.name, dtype), (out.name,)))
+    return True
+
+
+def stmt_view(b: Builder, target: Val | None = None) -> bool:
+    cands = [target] if target is not None else tensors(b)
+    if not cands:
+        return False
+    v = b.pick(cands)
+    ctx = "no_grad" if (b.grad_on and v.requires_grad and b.chance(5)) else None
+    with _GradMode(b, ctx):
+        step = b.view_step(v, allow_as_strided=not v.subclass)
+        if step is None:
+            return False
+        view, val = step
+        if ctx:
+            event("view: taken under no_grad")
+        val = replace(val, name=b.fresh_name())
+        _bind(b, val, Stmt("view", (v.name, view.op, *view.args), (val.name,), ctx))
+    return True
+
+
+def stmt_detach(b: Builder) -> bool:
+    cands = tensors(b, lambda v: v.requires_grad)
+    if not cands:
+        return False
+    v = b.pick(cands)
+    val = replace(
+        v,
+        name=b.fresh_name(),
+        requires_grad=False,
+        is_leaf=True,
+        is_view=False,
+        view_of_leaf_rg=False,
+        input_index=None,
+        param=False,
+    )
+    _bind(b, val, Stmt("detach", (v.name,), (val.name,)))
+    return True
+
+
+def mutable(b: Builder, v: Val, grad_on: bool) -> bool:
+    """Whether eager allows an in-place data write to v in the given grad mode."""
+    if v.overlapping or v.custom_view or v.param and grad_on:
+        return False
+    if v.family in b.saved_families and b.backward:
+        return False
+    if v.name in b.dup_names and v.subclass:
+        return False
+    if grad_on and v.requires_grad and (v.is_leaf or v.view_of_leaf_rg):
+        return False
+    if grad_on and v.no_grad_view:
+        return False
+    return True
+
+
+def stmt_inplace(b: Builder, target: Val | None = None, ctx: str | None = "draw") -> bool:
+    if ctx == "draw":
+        ctx = None
+        if b.chance(4):
+            ctx = "no_grad" if b.chance(2) else "inference_mode"
+    grad_in = _with_ctx(b, ctx)
+    if target is None:
+        cands = tensors(b, lambda v: mutable(b, v, grad_in))
+        if not cands:
+            return False
+        target = b.pick(cands)
+    elif not mutable(b, target, grad_in):
+        return False
+    ops = [op for op in INPLACE if op != "sin_" or target.is_float]
+    if target.ndim == 0 or target.shape[0] == 0 or target.subclass:
+        ops.remove("index_put_")
+    op = b.pick(ops)
+    args: tuple[object, ...]
+    other: Val | None = None
+    if op in ("add_", "copy_"):
+        others = tensors(
+            b,
+            lambda w: (
+                broadcast(target.shape, w.shape) == target.shape
+                and (w.dtype == target.dtype or op == "copy_" and not w.requires_grad)
+                and (not overlap(w, target) or same_elements(w, target))
+                and (w.subclass is None or w.subclass == target.subclass)
+                and not (ctx == "inference_mode" and w.requires_grad)
+            ),
+        )
+        if others and not b.chance(4):
+            other = b.pick(others)
+            args = (target.name, other.name)
+        elif op == "add_":
+            args = (target.name, 1)
+        else:
+            op, args = "fill_", (target.name, 2)
+    elif op == "index_put_":
+        args = (target.name, b.integer(0, target.shape[0] - 1))
+    elif op in ("mul_", "fill_"):
+        args = (target.name, 2)
+    else:
+        args = (target.name,)
+    if target.requires_grad and grad_in and op == "sin_":
+        b.saved_families.add(target.family)
+    _apply_inplace(b, target, other, grad_in)
+    b.body.append(Stmt(op, args, (), ctx))
+    event(f"mutation: {op}" + (f" under {ctx}" if ctx else ""))
+    if target.input_index is not None or any(
+        target.storage == r.storage for r in b.vals.values() if r.input_index is not None
+    ):
+        event("mutation: of an input's memory")
+    return True
+
+
+def _apply_inplace(b: Builder, target: Val, other: Val | None, grad_in: bool) -> None:
+    """Autograd after `target.op_(other)`: if other requires grad, target's family does too."""
+    if not (grad_in and other is not None and other.requires_grad and target.is_float):
+        return
+    for name, v in list(b.vals.items()):
+        if v.family == target.family and not v.param:
+            b.vals[name] = replace(v, requires_grad=True, is_leaf=False)
+
+
+def stmt_metadata(b: Builder, target: Val | None = None) -> bool:
+    """An in-place metadata change of an argument (t_, transpose_, unsqueeze_, squeeze_, ...).
+
+    Dynamo graph-breaks on an in-place view op of a graph input, so the program switches to
+    the AOT front-end, which takes tensor arguments only (no ints, no module).
+    """
+    if b.ints or b.module is not None:
+        return False
+    if target is None:
+        cands = tensors(
+            b,
+            lambda v: (
+                v.input_index is not None
+                and v.name not in b.dup_names
+                and not v.subclass
+                and not (v.requires_grad and v.is_leaf)
+            ),
+        )
+        if not cands:
+            return False
+        target = b.pick(cands)
+    v = target
+    if v.requires_grad and (v.is_leaf or v.view_of_leaf_rg) or v.subclass:
+        return False  # eager refuses in-place ops on (views of) leaves that require grad
+    ops = ["unsqueeze_"]
+    if v.ndim <= 2:
+        ops.append("t_")
+    if v.ndim >= 2:
+        ops.append("transpose_")
+    if 1 in v.shape:
+        ops.append("squeeze_")
+    if v.geom is not None and not v.requires_grad and not v.is_view:
+        ops.append("as_strided_")
+    op = b.pick(ops)
+    args: tuple[object, ...]
+    geom: Geometry | None
+    if op == "as_strided_":
+        size, stride, offset = b._strided_window(v.storage_numel)
+        args, geom, new_shape = (size, stride, offset), Geometry(size, stride, offset), size
+    elif op == "t_":
+        args, geom, new_shape = (), v.geom, v.shape
+        if v.ndim == 2:
+            new_shape = (v.shape[1], v.shape[0])
+            if v.geom is not None:
+                geom = Geometry(new_shape, v.geom.stride[::-1], v.geom.offset)
+    else:
+        res = b._view_args(v, op[:-1])
+        if res is None:
+            return False
+        args, geom, new_shape = res
+    b.profile = replace(b.profile, frontend="aot")
+    b.vals[v.name] = replace(v, geom=geom, shape=new_shape)
+    b.body.append(Stmt(op, (v.name, *args)))
+    event(f"metadata mutation: {op}")
+    return True
+
+
+def stmt_grad_mode(b: Builder) -> bool:
+    """Flip grad mode for the rest of the body (the change outlives the call, as in eager)."""
+    if b.grad_toggled:
+        return False
+    b.grad_toggled = True
+    b.grad_on = not b.grad_on
+    b.body.append(Stmt("set_grad_enabled", (b.grad_on,)))
+    event("grad mode changed inside the function")
+    return True
+
+
+def stmt_effect(b: Builder) -> bool:
+    kind = b.pick(("aten_print", "print_hop", "effect_op"))
+    cands = tensors(b, lambda v: not v.subclass)
+    if kind != "aten_print" and not cands:
+        kind = "aten_print"
+    args: tuple[object, ...] = ()
+    if kind != "aten_print":
+        args = (b.pick(cands).name,)
+    b.body.append(Stmt(kind, args))
+    event(f"effect: {kind}")
+    return True
+
+
+def stmt_rng(b: Builder) -> bool:
+    cands = tensors(b, lambda v: v.is_float and not v.subclass)
+    if not cands:
+        return False
+    v = b.pick(cands)
+    op = b.pick(("rand_like", "randn_like", "dropout", "bernoulli"))
+    rg = v.requires_grad and op == "dropout"
+    out = _fresh(b, v, v.shape, v.dtype, rg)
+    _bind(b, out, Stmt(op, (v.name,), (out.name,)))
+    event(f"rng: {op}")
+    return True
+
+
+def stmt_function(b: Builder, target: Val | None = None) -> bool:
+    """Apply a new custom autograd.Function to a float value."""
+    if target is None:
+        cands = tensors(b, lambda v: v.is_float and not v.subclass)
+        if not cands:
+            return False
+        target = b.pick(cands)
+    v = target
+    bodies = ["scale", "sin", "view"]
+    if mutable(b, v, b.grad_on) and not v.is_view:
+        bodies.append("dirty")
+    fn = FunctionSpec(
+        style=b.pick(("ctx", "setup_context")),
+        body=b.pick(bodies),
+        non_differentiable=b.chance(3),
+        materialize_grads=not b.chance(3),
+        once_differentiable=b.chance(3),
+        backward_print=b.chance(4),
+    )
+    k = len(b.functions)
+    b.functions.append(fn)
+    rg = v.requires_grad and b.grad_on
+    if fn.body == "dirty":
+        out = replace(v, name=b.fresh_name(), requires_grad=rg, is_leaf=not rg, input_index=None)
+        for name, w in list(b.vals.items()):
+            if w.family == v.family:
+                b.vals[name] = replace(
+                    w, requires_grad=rg or w.requires_grad, is_leaf=not rg and w.is_leaf
+                )
+    elif fn.body == "view":
+        out = replace(
+            v,
+            name=b.fresh_name(),
+            is_view=True,
+            custom_view=True,
+            requires_grad=rg,
+            is_leaf=not rg,
+            input_index=None,
+            param=False,
+        )
+    else:
+        out = _fresh(b, v, v.shape, v.dtype, v.requires_grad)
+        if fn.body == "sin" and rg:
+            b.saved_families.add(v.family)
+    outs = [out.name]
+    b.vals[out.name] = out
+    if fn.non_differentiable:
+        extra = replace(_fresh(b, v, v.shape, v.dtype, False), name=b.fresh_name())
+        b.vals[extra.name] = extra
+        outs.append(extra.name)
+    b.body.append(Stmt("apply_fn", (k, v.name), tuple(outs)))
+    event(f"autograd.Function: {fn.style} {fn.body}")
+    return True
+
+
+def stmt_hook(b: Builder) -> bool:
+    cands = tensors(b, lambda v: v.requires_grad and not v.subclass)
+    if not cands or not b.grad_on:
+        return False
+    v = b.pick(cands)
+    b.body.append(Stmt("register_hook", (v.name,)))
+    event("hook: on an input" if v.input_index is not None else "hook: on an intermediate")
+    return True
+
+
+def stmt_batchnorm(b: Builder) -> bool:
+    if b.module is None or b.module.batchnorm is None:
+        return False
+    c = b.module.batchnorm
+    cands = tensors(
+        b,
+        lambda v: (
+            v.dtype == "float32"
+            and v.ndim in (2, 3)
+            and v.shape[1] == c
+            and v.shape[0] * (v.shape[2] if v.ndim == 3 else 1) > 1
+            and not v.subclass
+        ),
+    )
+    if not cands:
+        return False
+    v = b.pick(cands)
+    out = _fresh(b, v, v.shape, v.dtype, True)
+    if b.grad_on:
+        b.saved_families.add(v.family)
+    _bind(b, out, Stmt("batchnorm", (v.name,), (out.name,)))
+    event("module: BatchNorm running stats updated")
+    return True
+
+
+GROUPS = {
+    "unary": stmt_unary,
+    "binary": stmt_binary,
+    "reduce": stmt_reduce,
+    "matmul": stmt_matmul,
+    "cast": stmt_cast,
+    "view": stmt_view,
+    "detach": stmt_detach,
+    "inplace": stmt_inplace,
+    "metadata": stmt_metadata,
+    "grad_mode": stmt_grad_mode,
+    "effect": stmt_effect,
+    "rng": stmt_rng,
+    "function": stmt_function,
+    "hook": stmt_hook,
+    "batchnorm": stmt_batchnorm,
+}
+
+
+def random_stmt(b: Builder) -> None:
+    """One statement from the profile's weighted groups (falls back to unary, then nothing)."""
+    weights = [(g, w) for g, w in b.profile.weights.items() if w > 0]
+    x = b.integer(0, sum(w for _, w in weights) - 1)
+    group = weights[-1][0]
+    for name, w in weights:
+        if x < w:
+            group = name
+            break
+        x -= w
+    if not GROUPS[group](b):
+        stmt_unary(b)
