@@ -259,6 +259,8 @@ def stmt_inplace(b: Builder, target: Val | None = None, ctx: str | None = "draw"
     elif not mutable(b, target, grad_in):
         return False
     ops = [op for op in INPLACE if op != "sin_" or target.is_float]
+    if target.dtype == "bool":  # arithmetic results are not castable back to bool
+        ops = ["fill_", "zero_", "copy_", "index_put_"]
     if target.ndim == 0 or target.shape[0] == 0 or target.subclass:
         ops.remove("index_put_")
     op = b.pick(ops)
@@ -275,7 +277,7 @@ def stmt_inplace(b: Builder, target: Val | None = None, ctx: str | None = "draw"
                 and not (ctx == "inference_mode" and w.requires_grad)
             ),
         )
-        if others and not b.chance(4):
+        if others and b.integer(0, 3) > 0:  # a tensor 3 times in 4; shrinks to the constant
             other = b.pick(others)
             args = (target.name, other.name)
         elif op == "add_":

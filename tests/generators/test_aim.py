@@ -1,0 +1,100 @@
+"""Aim: each family's strategy makes its target wrapper path fire in the capture.
+
+For every family, at least half of its examples must reach the family's wrapper paths
+(`pyfy_fuzz.pythonify.paths.FAMILY_TARGETS`) when compiled as the plan says. Programs that
+pythonify cannot model or that torch fails to compile count as misses. RNG's wrapper is
+CUDA-only: on CPU the rng family is judged by whether torch.compile reproduces eager's random
+numbers under the same seed.
+"""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+
+import pytest
+import torch
+import torch._dynamo
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from generators import FAMILIES, ProgramSpec, materialize, programs
+from pyfy_fuzz.pythonify import pythonify
+from pyfy_fuzz.pythonify.paths import reached, wrapper_paths
+
+EXAMPLES_PER_FAMILY = 20
+pytestmark = pytest.mark.slow
+
+
+def _same(a: object, b: object) -> bool:
+    la, lb = torch.utils._pytree.tree_leaves(a), torch.utils._pytree.tree_leaves(b)
+    if len(la) != len(lb):
+        return False
+    for x, y in zip(la, lb, strict=True):
+        if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
+            return False
+        if isinstance(x, torch.Tensor) and not torch.equal(x.detach(), y.detach()):
+            return False
+        if not isinstance(x, torch.Tensor) and x != y:
+            return False
+    return True
+
+
+def _hit(spec: ProgramSpec, path: Path) -> tuple[bool, str]:
+    program = materialize(spec)
+    plan = spec.plan
+    torch._dynamo.reset()
+    try:
+        result = pythonify(
+            program.make_fn(),
+            program.make_inputs(0),
+            path,
+            frontend=plan.frontend,
+            dynamic=plan.dynamic,
+            mode=plan.mode,
+        )
+    except Exception as exc:  # unsupported or a torch failure: a miss, by type
+        return False, type(exc).__name__
+    finally:
+        torch.set_grad_enabled(True)
+    if spec.family != "rng":
+        paths = wrapper_paths(result.ir)
+        return reached(paths, spec.family), "reached" if reached(paths, spec.family) else "missed"
+    try:
+        eager = program.module.drive(program.make_fn(), program.make_inputs(1), 1)["out"]
+        compiled = program.module.drive(result.compiled, program.make_inputs(1), 1)["out"]
+    finally:
+        torch.set_grad_enabled(True)
+    same = _same(eager, compiled)
+    return same, "matches eager" if same else "differs from eager"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_reaches_its_wrapper(
+    family: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    outcomes: collections.Counter[str] = collections.Counter()
+    hits = 0
+
+    @settings(
+        max_examples=EXAMPLES_PER_FAMILY,
+        database=None,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.data())
+    def sample(data: st.DataObject) -> None:
+        nonlocal hits
+        spec = data.draw(programs([family]))
+        hit, why = _hit(spec, tmp_path / "pythonified.py")
+        hits += hit
+        outcomes[why] += 1
+
+    sample()
+    total = sum(outcomes.values())
+    capfd.readouterr()
+    with capfd.disabled():
+        print(f"\naim {family}: {hits}/{total} = {hits / total:.0%} {dict(outcomes)}")
+    assert total >= EXAMPLES_PER_FAMILY // 2
+    assert hits / total >= 0.5, dict(outcomes)
