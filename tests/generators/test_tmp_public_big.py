@@ -1,0 +1,209 @@
+"""The public API: argument checks, exports, docstrings, family coverage, and a user's test.
+
+The last test is the README's pattern (`@given(<family>_programs())`, materialize, build the
+inputs) and checks the structure the synthetic-base family promises: arguments that alias.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+
+import generators
+from generators import (
+    FAMILIES,
+    ProgramSpec,
+    dedupe_programs,
+    materialize,
+    programs,
+    synthetic_base_programs,
+)
+
+SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+
+EXPECTED_FAMILIES = (
+    "dedupe",
+    "synthetic_base",
+    "input_mutation",
+    "output_aliasing",
+    "subclass",
+    "effects",
+    "rng",
+    "autograd_function",
+    "module",
+    "cudagraph",
+)
+
+
+def family_factory(name: str) -> Any:
+    return getattr(generators, f"{name}_programs")
+
+
+# ------------------------------------------------------------------ argument checks
+# The checks run when the strategy is made, not on first draw: a bad argument fails at
+# decoration time, with a message, before any example is generated.
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"wrappers": ["nope"]}, "nope"),
+        ({"wrappers": ["dedupe", "nope"]}, "nope"),
+        ({"wrappers": []}, "no wrapper families"),
+        ({"wrappers": "dedupe"}, "string"),
+        ({"max_ops": -1}, "max_ops"),
+        ({"max_ops": 65}, "max_ops"),
+        ({"max_ops": 2.0}, "max_ops"),
+        ({"max_inputs": 0}, "max_inputs"),
+        ({"max_inputs": 9}, "max_inputs"),
+    ],
+)
+def test_programs_rejects_bad_arguments_eagerly(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidArgument, match=message):
+        programs(**kwargs)
+
+
+@pytest.mark.parametrize("name", EXPECTED_FAMILIES)
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"max_inputs": 0}, "max_inputs"), ({"max_ops": -1}, "max_ops")],
+)
+def test_family_strategies_reject_bad_arguments_eagerly(
+    name: str, kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(InvalidArgument, match=message):
+        family_factory(name)(**kwargs)
+
+
+def test_dedupe_programs_rejects_zero_inputs() -> None:
+    with pytest.raises(InvalidArgument, match="max_inputs"):
+        dedupe_programs(max_inputs=0)
+
+
+def test_good_arguments_are_accepted_and_validate() -> None:
+    programs().validate()
+    programs(wrappers=["dedupe"], max_ops=0, max_inputs=1).validate()
+    programs(wrappers=("rng", "module"), max_ops=64, max_inputs=8).validate()
+    for name in FAMILIES:
+        family_factory(name)(max_ops=0, max_inputs=1).validate()
+
+
+# ------------------------------------------------------------------ exports and docs
+
+
+def test_every_exported_name_exists() -> None:
+    assert len(set(generators.__all__)) == len(generators.__all__)
+    for name in generators.__all__:
+        assert hasattr(generators, name), name
+    for name in FAMILIES:
+        assert f"{name}_programs" in generators.__all__
+
+
+def test_families_are_the_ten_documented_ones() -> None:
+    assert FAMILIES == EXPECTED_FAMILIES
+    for name in FAMILIES:  # programs()'s docstring lists them all
+        assert name in (programs.__doc__ or "")
+
+
+@pytest.mark.parametrize("name", EXPECTED_FAMILIES)
+def test_family_strategy_docstring_says_how_it_shrinks(name: str) -> None:
+    factory = family_factory(name)
+    assert factory.__name__ == f"{name}_programs"
+    doc = factory.__doc__ or ""
+    assert doc.strip(), name
+    assert "shrink" in doc.lower(), doc
+    # Something family-specific before the shared shrinking sentence.
+    assert len(doc.split("\n\n")[0]) > 20, doc
+
+
+def test_programs_docstring_says_how_it_shrinks() -> None:
+    assert "shrink" in (programs.__doc__ or "").lower()
+
+
+# ------------------------------------------------------------------ family coverage
+
+
+@pytest.mark.parametrize("name", EXPECTED_FAMILIES)
+def test_programs_can_produce_each_family(name: str) -> None:
+    # Generation only: the mix is uneven (the first branch of one_of is drawn more often), so
+    # counting over a fixed number of examples can miss a family; searching for one cannot.
+    found = find(
+        programs(),
+        lambda spec: spec.family == name,
+        settings=settings(
+            max_examples=1000,
+            database=None,
+            derandomize=True,
+            phases=[Phase.generate],
+            suppress_health_check=SUPPRESS,
+        ),
+    )
+    assert found.family == name
+
+
+def test_shrinking_keeps_the_structure_a_family_forces() -> None:
+    """The smallest dedupe program still passes one tensor twice and mutates it."""
+    smallest = find(
+        dedupe_programs(),
+        lambda spec: True,
+        settings=settings(database=None, derandomize=True, suppress_health_check=SUPPRESS),
+    )
+    kinds = [inp.kind for inp in smallest.inputs]
+    assert kinds == ["root", "dup"], smallest
+    assert smallest.inputs[1].of == 0
+    assert smallest.plan.frontend == "aot"
+    mutated = {s.args[0] for s in smallest.body if s.op.endswith("_")}
+    assert mutated & {"a0", "a1"}, smallest
+    assert smallest.roots[0].dtype == "float32"
+    assert smallest.roots[0].layout == "contiguous"
+
+
+@pytest.mark.parametrize("name", EXPECTED_FAMILIES)
+def test_each_family_strategy_produces_only_its_family(name: str) -> None:
+    @settings(
+        max_examples=10,
+        database=None,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=SUPPRESS,
+    )
+    @given(st.data())
+    def sample(data: st.DataObject) -> None:
+        assert data.draw(family_factory(name)()).family == name
+        assert data.draw(programs(wrappers=[name])).family == name
+
+    sample()
+
+
+# ------------------------------------------------------------------ a user's test (README)
+
+
+@settings(max_examples=400, database=None, deadline=None, suppress_health_check=SUPPRESS)
+@given(synthetic_base_programs())
+def test_synthetic_base_programs_pass_aliased_arguments(spec: ProgramSpec) -> None:
+    assert spec.family == "synthetic_base"
+    program = materialize(spec)
+    args = program.make_inputs(0)
+    assert len(args) == len(spec.inputs)
+    ptrs = {
+        i: a.untyped_storage().data_ptr()
+        for i, a in enumerate(args)
+        if hasattr(a, "untyped_storage") and a.untyped_storage().nbytes() > 0
+    }
+    shared = [p for p, n in collections.Counter(ptrs.values()).items() if n >= 2]
+    assert shared, f"no two arguments share a storage:\n{program.source}"
+    # Sharing is what the spec says: two arguments share a storage iff they come from one root.
+    for i in ptrs:
+        for j in ptrs:
+            same_root = _root_of(spec, i) == _root_of(spec, j)
+            assert (ptrs[i] == ptrs[j]) == same_root, (i, j, spec.inputs)
+
+
+def _root_of(spec: ProgramSpec, i: int) -> int:
+    inp = spec.inputs[i]
+    return _root_of(spec, inp.of) if inp.kind == "dup" else inp.root
