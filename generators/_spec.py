@@ -223,9 +223,11 @@ def spec_from_dict(data: Any) -> ProgramSpec:
             else _build(ModuleSpec, data["module"], "module"),
             plan=_build(CallPlan, data.get("plan", {}), "plan"),
         )
+        validate(spec)
     except KeyError as exc:
         raise SpecError(f"spec: missing field {exc}") from None
-    validate(spec)
+    except (TypeError, AttributeError) as exc:  # a container or index of the wrong type
+        raise SpecError(f"spec: malformed ({exc})") from None
     return spec
 
 
@@ -248,11 +250,15 @@ def validate(spec: ProgramSpec) -> None:
             raise SpecError(
                 f"roots[{i}].subclass: expected one of {SUBCLASSES}, got {r.subclass!r}"
             )
-        if any((not isinstance(s, int)) or s < 0 for s in r.shape):
+        if not isinstance(r.shape, tuple) or any(
+            (not isinstance(s, int)) or s < 0 for s in r.shape
+        ):
             raise SpecError(f"roots[{i}].shape: expected non-negative ints, got {r.shape!r}")
     for i, inp in enumerate(spec.inputs):
         if inp.kind not in INPUT_KINDS:
             raise SpecError(f"inputs[{i}].kind: expected one of {INPUT_KINDS}, got {inp.kind!r}")
+        if not isinstance(inp.root, int) or not isinstance(inp.of, int):
+            raise SpecError(f"inputs[{i}]: root and of must be ints")
         if inp.kind in ("root", "view", "set_shared") and not 0 <= inp.root < len(spec.roots):
             raise SpecError(f"inputs[{i}].root: {inp.root} names no root")
         if inp.kind == "dup" and not 0 <= inp.of < i:

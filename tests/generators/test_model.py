@@ -67,7 +67,8 @@ class Strided:
 @st.composite
 def strided_views(draw: st.DrawFn, base: torch.Tensor | None = None) -> Strided:
     """A view of a contiguous base: a slice with a step per dim, then maybe a transpose, an
-    unsqueeze + expand (a stride-0 dim) or a select. Empty dims are drawn now and then."""
+    unsqueeze + expand (a stride-0 dim), a select, or an odd stride on a size-1 dim. Empty
+    dims are drawn now and then."""
     if base is None:
         ndim = draw(st.integers(0, 3))
         sizes = st.integers(0, 6) if draw(st.integers(0, 9)) == 0 else st.integers(1, 6)
@@ -77,7 +78,9 @@ def strided_views(draw: st.DrawFn, base: torch.Tensor | None = None) -> Strided:
     for d in range(t.dim()):
         n = t.shape[d]
         start = draw(st.integers(0, n))
-        stop = draw(st.integers(start, n))
+        # Often a size-1 slice: its stride (times the step) is arbitrary, which view ignores.
+        one = draw(st.integers(0, 3)) == 0
+        stop = min(n, start + 1) if one else draw(st.integers(start, n))
         step = draw(st.integers(1, 3))
         t = t[(slice(None),) * d + (slice(start, stop, step),)]
     if t.dim() >= 2 and draw(st.booleans()):
@@ -93,6 +96,11 @@ def strided_views(draw: st.DrawFn, base: torch.Tensor | None = None) -> Strided:
         d = draw(st.integers(0, t.dim() - 1))
         if t.shape[d] > 0:
             t = t.select(d, draw(st.integers(0, t.shape[d] - 1)))
+    ones = [d for d, n in enumerate(t.shape) if n == 1]
+    if ones and draw(st.booleans()):  # a size-1 dim's stride addresses nothing: make it odd
+        stride = list(t.stride())
+        stride[draw(st.sampled_from(ones))] = draw(st.integers(0, 7))
+        t = t.as_strided(t.shape, stride, t.storage_offset())
     return Strided(t, base.numel())
 
 

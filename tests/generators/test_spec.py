@@ -182,9 +182,7 @@ def test_top_level_that_is_not_an_object_raises_spec_error(top: Any) -> None:
         spec_from_dict(top)
 
 
-# Known gaps (bugs in generators/_spec.py, left for a fix): wrongly typed containers escape
-# as TypeError instead of SpecError. strict=True: when fixed, these start passing and fail
-# here, so the marker gets removed.
+# Wrongly typed containers and indices (they used to escape as TypeError).
 TYPE_ERROR_ESCAPES = {
     "roots not a list": _set(("roots",), 5),
     "shape not a list": _set(("roots", 0, "shape"), 5),
@@ -194,7 +192,6 @@ TYPE_ERROR_ESCAPES = {
 }
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason="_spec.py lets TypeError escape")
 @pytest.mark.parametrize("case", sorted(TYPE_ERROR_ESCAPES))
 def test_wrongly_typed_containers_raise_spec_error(case: str) -> None:
     data = small_dict()
