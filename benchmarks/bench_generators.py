@@ -32,8 +32,13 @@ def main() -> None:
     draw_times: list[float] = []
     last = [time.perf_counter()]
 
-    @settings(max_examples=args.examples, database=None, deadline=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=args.examples,
+        database=None,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(programs())
     def collect(spec: ProgramSpec) -> None:
         now = time.perf_counter()
@@ -75,8 +80,10 @@ def main() -> None:
     print(f"render: mean {1e3 * statistics.mean(render_times):.3f} ms")
     print(f"materialize (write + import): mean {1e3 * statistics.mean(mat_times):.2f} ms")
     if compile_times:
-        print(f"torch.compile(aot_eager) + first call + backward: "
-              f"mean {1e3 * statistics.mean(compile_times):.0f} ms over {len(compile_times)}")
+        print(
+            f"torch.compile(aot_eager) + first call + backward: "
+            f"mean {1e3 * statistics.mean(compile_times):.0f} ms over {len(compile_times)}"
+        )
 
 
 if __name__ == "__main__":

@@ -175,7 +175,9 @@ def test_view_geometry_known_cases(
     if ok:
         assert got is not None
         real = t.view(new_shape)
-        assert all(n == 1 or s == w for n, s, w in zip(new_shape, real.stride(), got.stride))
+        assert all(
+            n == 1 or s == w for n, s, w in zip(new_shape, real.stride(), got.stride, strict=True)
+        )
     else:
         with pytest.raises(RuntimeError):
             t.view(new_shape)
