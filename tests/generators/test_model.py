@@ -77,10 +77,12 @@ def strided_views(draw: st.DrawFn, base: torch.Tensor | None = None) -> Strided:
     t = base
     for d in range(t.dim()):
         n = t.shape[d]
+        kind = draw(st.integers(0, 3))
+        if kind == 0:  # the whole dim: runs of dims stay contiguous
+            continue
         start = draw(st.integers(0, n))
-        # Often a size-1 slice: its stride (times the step) is arbitrary, which view ignores.
-        one = draw(st.integers(0, 3)) == 0
-        stop = min(n, start + 1) if one else draw(st.integers(start, n))
+        # Kind 1, a size-1 slice: its stride (times the step) is arbitrary, which view ignores.
+        stop = min(n, start + 1) if kind == 1 else draw(st.integers(start, n))
         step = draw(st.integers(1, 3))
         t = t[(slice(None),) * d + (slice(start, stop, step),)]
     if t.dim() >= 2 and draw(st.booleans()):
@@ -122,7 +124,7 @@ def candidate_shapes(shape: tuple[int, ...]) -> list[tuple[int, ...]]:
 # ------------------------------------------------------------------ view_geometry
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=1000)
 @given(st.data())
 def test_view_geometry_agrees_with_torch_view(data: st.DataObject) -> None:
     x = data.draw(strided_views())
