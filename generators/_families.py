@@ -150,9 +150,11 @@ def _synthetic_base(b: Builder) -> None:
 
 def _input_mutation(b: Builder) -> None:
     _plain_inputs(b)
-    target = b.pick(tensors(b, lambda v: v.input_index is not None) or [None])
-    if target is None:
-        return
+    ins = tensors(b, lambda v: v.input_index is not None)
+    writable = [v for v in ins if mutable(b, v, grad_on=False)]  # no_grad is the fallback
+    if not writable:  # e.g. only expanded roots: add one that can be written
+        writable = [b.input_root(_mutable_root(b))]
+    target = b.pick(writable)
     kind = b.pick(("data", "data", "metadata", "grad_mode"))
     event(f"aim: runtime/input_mutation/{kind}")
     if kind == "metadata" and stmt_metadata(b, target=target):

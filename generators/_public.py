@@ -27,11 +27,12 @@ def _check(max_ops: int, max_inputs: int) -> None:
 def programs(
     wrappers: Iterable[str] | None = None, *, max_ops: int = 5, max_inputs: int = 3
 ) -> st.SearchStrategy[ProgramSpec]:
-    """Programs from the given families (all by default), mixed evenly.
+    """Programs from the given families (all by default), each family drawn with equal odds.
 
     `wrappers` names families from `FAMILIES` (dedupe, synthetic_base, input_mutation,
     output_aliasing, subclass, effects, rng, autograd_function, module, cudagraph).
-    Examples shrink toward the first family listed, then as each family shrinks.
+    Examples shrink as each family shrinks; Hypothesis rarely moves a failing example to
+    another family, and prefers fewer choices (e.g. no backward) over family order.
     """
     _check(max_ops, max_inputs)
     names = list(FAMILIES if wrappers is None else wrappers)

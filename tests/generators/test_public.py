@@ -1,24 +1,27 @@
 """The public API: argument checks, exports, docstrings, family coverage, and a user's test.
 
-The last test is the README's pattern (`@given(<family>_programs())`, materialize, build the
-inputs) and checks the structure the synthetic-base family promises: arguments that alias.
+The last tests follow the README's pattern (`@given(<family>_programs())`, materialize, build
+the inputs) and check the structure a family promises in real tensors: synthetic-base
+arguments share a storage, a dedupe argument is passed twice as the same object.
 """
 
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
-from hypothesis.errors import InvalidArgument
+from hypothesis.errors import InvalidArgument, NoSuchExample
 
 import generators
 from generators import (
     FAMILIES,
     ProgramSpec,
     dedupe_programs,
+    input_mutation_programs,
     materialize,
     programs,
     synthetic_base_programs,
@@ -163,10 +166,46 @@ def test_shrinking_keeps_the_structure_a_family_forces() -> None:
     assert smallest.roots[0].layout == "contiguous"
 
 
+def _root_of(spec: ProgramSpec, i: int) -> int:
+    inp = spec.inputs[i]
+    return _root_of(spec, inp.of) if inp.kind == "dup" else inp.root
+
+
+def _aliased_inputs(spec: ProgramSpec) -> bool:
+    tensor_inputs = [i for i, inp in enumerate(spec.inputs) if inp.kind != "int"]
+    return len({_root_of(spec, i) for i in tensor_inputs}) < len(tensor_inputs)
+
+
+def _output_aliases(spec: ProgramSpec) -> bool:
+    views = {o for s in spec.body if s.op == "view" for o in s.outs}
+    inputs = {f"a{i}" for i in range(len(spec.inputs))}
+    return any(o.kind == "ref" and o.ref in views | inputs for o in spec.outputs)
+
+
+def _ops(spec: ProgramSpec) -> set[str]:
+    return {s.op for s in spec.body}
+
+
+# The structure each family forces: what makes its wrapper fire. (input_mutation's forced
+# mutation is checked separately below.)
+FORCED: dict[str, Callable[[ProgramSpec], bool]] = {
+    "dedupe": lambda s: any(i.kind == "dup" for i in s.inputs) and s.plan.frontend == "aot",
+    "synthetic_base": _aliased_inputs,
+    "input_mutation": lambda s: len(s.inputs) >= 1,
+    "output_aliasing": _output_aliases,
+    "subclass": lambda s: any(r.subclass in ("two_tensor", "mirror") for r in s.roots),
+    "effects": lambda s: bool(_ops(s) & {"aten_print", "print_hop", "effect_op"}),
+    "rng": lambda s: bool(_ops(s) & {"rand_like", "randn_like", "dropout", "bernoulli"}),
+    "autograd_function": lambda s: bool(s.functions) and "apply_fn" in _ops(s),
+    "module": lambda s: s.module is not None and bool(s.module.params),
+    "cudagraph": lambda s: s.plan.mode == "reduce-overhead" and s.plan.calls >= 2,
+}
+
+
 @pytest.mark.parametrize("name", EXPECTED_FAMILIES)
-def test_each_family_strategy_produces_only_its_family(name: str) -> None:
+def test_each_family_strategy_produces_its_family_and_structure(name: str) -> None:
     @settings(
-        max_examples=10,
+        max_examples=25,
         database=None,
         deadline=None,
         derandomize=True,
@@ -174,10 +213,34 @@ def test_each_family_strategy_produces_only_its_family(name: str) -> None:
     )
     @given(st.data())
     def sample(data: st.DataObject) -> None:
-        assert data.draw(family_factory(name)()).family == name
-        assert data.draw(programs(wrappers=[name])).family == name
+        for spec in (data.draw(family_factory(name)()), data.draw(programs(wrappers=[name]))):
+            assert spec.family == name
+            assert FORCED[name](spec), spec
 
     sample()
+
+
+def _mutates_an_input(spec: ProgramSpec) -> bool:
+    inputs = {f"a{i}" for i in range(len(spec.inputs))}
+    return any(s.op.endswith("_") and s.args and s.args[0] in inputs for s in spec.body)
+
+
+def test_every_input_mutation_program_mutates_an_input() -> None:
+    try:
+        counterexample = find(
+            input_mutation_programs(),
+            lambda spec: not _mutates_an_input(spec),
+            settings=settings(
+                max_examples=1000,
+                database=None,
+                derandomize=True,
+                phases=[Phase.generate],
+                suppress_health_check=SUPPRESS,
+            ),
+        )
+    except NoSuchExample:
+        return
+    raise AssertionError(f"an input_mutation program mutates no input: {counterexample}")
 
 
 # ------------------------------------------------------------------ a user's test (README)
@@ -204,6 +267,11 @@ def test_synthetic_base_programs_pass_aliased_arguments(spec: ProgramSpec) -> No
             assert (ptrs[i] == ptrs[j]) == same_root, (i, j, spec.inputs)
 
 
-def _root_of(spec: ProgramSpec, i: int) -> int:
-    inp = spec.inputs[i]
-    return _root_of(spec, inp.of) if inp.kind == "dup" else inp.root
+@settings(max_examples=10, database=None, deadline=None, suppress_health_check=SUPPRESS)
+@given(dedupe_programs())
+def test_dedupe_programs_pass_one_tensor_twice(spec: ProgramSpec) -> None:
+    args = materialize(spec).make_inputs(0)
+    dups = [(i, inp.of) for i, inp in enumerate(spec.inputs) if inp.kind == "dup"]
+    assert dups, spec.inputs
+    for i, of in dups:
+        assert args[i] is args[of]
