@@ -9,14 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 from hypothesis import event
 from hypothesis import strategies as st
 
 from ._build import Builder, Profile
 from ._model import Geometry, Val, contiguous_strides, numel, overlap
-from ._spec import CallPlan, ModuleSpec, OutSpec, ProgramSpec
+from ._spec import CallPlan, ModuleSpec, OutSpec, ProgramSpec, Stmt
 from ._stmts import (
+    _bind,
+    _fresh,
+    _note_saved,
     mutable,
     random_stmt,
     stmt_effect,
@@ -143,9 +147,7 @@ def _synthetic_base(b: Builder) -> None:
     # Dynamo drops arguments the graph never reads: read every other alias.
     for other in aliased:
         if other.name != target.name:
-            before = set(b.vals)
-            stmt_unary(b, target=b.vals[other.name])
-            b.outputs += [OutSpec("ref", ref=n) for n in b.vals if n not in before]
+            _return_new(b, partial(stmt_unary, b, target=b.vals[other.name]))
 
 
 def _input_mutation(b: Builder) -> None:
@@ -180,19 +182,27 @@ def _output_aliasing(b: Builder) -> None:
         kind = "input view"
     src = x
     if kind in ("intermediate view", "views of one base"):
-        before = set(b.vals)
-        stmt_unary(b)
-        new = [n for n in b.vals if n not in before]
+        new = _new_values(b, lambda: stmt_unary(b))
         src = b.vals[new[-1]] if new else x
     made: list[str] = []
     for _ in range(2 if kind == "views of one base" else 1):
-        before = set(b.vals)
-        _view_of(b, src)
-        made += [n for n in b.vals if n not in before]
+        made += _new_values(b, lambda: _view_of(b, src))
     refs = made or [x.name]
     if kind == "twice":
         refs = [refs[-1], refs[-1]]
     b.outputs += [OutSpec("ref", ref=r) for r in refs]
+
+
+def _new_values(b: Builder, make: Callable[[], object]) -> list[str]:
+    """Run one statement-drawing call; the names of the values it bound."""
+    before = set(b.vals)
+    make()
+    return [n for n in b.vals if n not in before]
+
+
+def _return_new(b: Builder, make: Callable[[], object], limit: int | None = None) -> None:
+    """Run `make` and return (as outputs) the values it bound, the first `limit` of them."""
+    b.outputs += [OutSpec("ref", ref=n) for n in _new_values(b, make)[:limit]]
 
 
 def _view_of(b: Builder, v: Val) -> None:
@@ -209,16 +219,12 @@ def _subclass(b: Builder) -> None:
     x = b.input_root(b.add_root(subclass=kind, grad=grad, layout="contiguous"))
     if b.chance(2):
         b.input_root(b.add_root(grad="none", layout="contiguous"))
-    before = set(b.vals)
-    stmt_unary(b, target=x)  # the subclass must reach the graph
-    b.outputs += [OutSpec("ref", ref=n) for n in b.vals if n not in before]
+    _return_new(b, lambda: stmt_unary(b, target=x))  # the subclass must reach the graph
 
 
 def _with_result(b: Builder) -> None:
     """One statement whose value is returned, so the graph is not empty."""
-    before = set(b.vals)
-    stmt_unary(b)
-    b.outputs += [OutSpec("ref", ref=n) for n in b.vals if n not in before]
+    _return_new(b, lambda: stmt_unary(b))
 
 
 def _effects(b: Builder) -> None:
@@ -242,9 +248,7 @@ def _autograd_function(b: Builder) -> None:
         stmt_hook(b)
     if b.chance(3):
         stmt_unary(b)
-    before = set(b.vals)
-    stmt_function(b)
-    b.outputs += [OutSpec("ref", ref=n) for n in b.vals if n not in before][:1]
+    _return_new(b, lambda: stmt_function(b), limit=1)
     event("aim: autograd/custom_function")
 
 
@@ -284,9 +288,6 @@ def _module(b: Builder) -> None:
         b.vals[names[-1]] = replace(first, name=names[-1])
     # A statement that reads a parameter, so autograd sees it.
     p = b.vals["p0"]
-    from ._spec import Stmt
-    from ._stmts import _bind, _fresh, _note_saved
-
     out = _fresh(b, x, shape, "float32", True)
     op = b.pick(("mul", "add"))
     _note_saved(b, op, [b.vals["a0"], p], out)

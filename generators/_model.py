@@ -11,7 +11,7 @@ before backward). The model never imports torch: it is plain arithmetic on sizes
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 FLOATS = ("float32", "float64", "float16", "bfloat16")
 MAX_ELEMENTS_EXACT = 4096  # above this, overlap is assumed rather than computed
@@ -154,7 +154,3 @@ def broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
             return None
         out.append(x if y == 1 else y)
     return tuple(reversed(out))
-
-
-def as_result(v: Val, **changes: object) -> Val:
-    return replace(v, **changes)  # type: ignore[arg-type]

@@ -245,6 +245,21 @@ _BINARY = {
     "and": "{0} & {1}",
     "or": "{0} | {1}",
 }
+_EXPR = {**_UNARY, **_BINARY}
+# In-place data and metadata ops, rendered as `a0.op(*rest)`.
+_METHODS = {
+    "add_",
+    "mul_",
+    "copy_",
+    "fill_",
+    "zero_",
+    "sin_",
+    "t_",
+    "transpose_",
+    "unsqueeze_",
+    "squeeze_",
+    "as_strided_",
+}
 _CTX = {
     "no_grad": "torch.no_grad()",
     "inference_mode": "torch.inference_mode()",
@@ -290,10 +305,8 @@ def _stmt_lines(stmt: Stmt) -> list[str]:
     a = [(_ref(x) if isinstance(x, str) else repr(x)) for x in stmt.args]
     op = stmt.op
     lhs = ", ".join(stmt.outs)
-    if op in _UNARY:
-        line = f"{lhs} = {_UNARY[op].format(*a)}"
-    elif op in _BINARY:
-        line = f"{lhs} = {_BINARY[op].format(*a)}"
+    if op in _EXPR:
+        line = f"{lhs} = {_EXPR[op].format(*a)}"
     elif op == "sum":
         line = f"{lhs} = {a[0]}.sum({', '.join(a[1:])})"
     elif op == "to":
@@ -303,12 +316,8 @@ def _stmt_lines(stmt: Stmt) -> list[str]:
         line = f"{lhs} = {view_expr(src, vop, stmt.args[2:])}"
     elif op == "index_put_":
         line = f"{a[0]}.index_put_((torch.tensor([{a[1]}]),), torch.tensor(2, dtype={a[0]}.dtype))"
-    elif op in ("add_", "mul_", "copy_", "fill_", "zero_", "sin_"):
+    elif op in _METHODS:
         line = f"{a[0]}.{op}({', '.join(a[1:])})"
-    elif op in ("t_", "transpose_", "unsqueeze_", "squeeze_"):
-        line = f"{a[0]}.{op}({', '.join(a[1:])})"
-    elif op == "as_strided_":
-        line = f"{a[0]}.as_strided_({', '.join(a[1:])})"
     elif op == "set_grad_enabled":
         line = f"torch.set_grad_enabled({a[0]})"
     elif op == "aten_print":

@@ -16,6 +16,8 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from ._model import numel
+
 SPEC_VERSION = 1
 
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "bool")
@@ -161,15 +163,8 @@ class ProgramSpec:
 
     def size(self) -> tuple[int, ...]:
         """What shrinking minimises, most important first: inputs, statements, elements."""
-        elements = sum(_numel(r.shape) for r in self.roots)
+        elements = sum(numel(r.shape) for r in self.roots)
         return (len(self.inputs), len(self.body), elements, len(self.outputs))
-
-
-def _numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 def _tuples(x: Any) -> Any:

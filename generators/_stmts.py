@@ -9,6 +9,7 @@ returned by a custom Function, or to a tensor whose version counter a saved tens
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from hypothesis import event
@@ -45,9 +46,8 @@ def _kind(v: Val) -> str:
     return "float" if v.dtype in FLOATS else v.dtype
 
 
-def tensors(b: Builder, pred: object = None) -> list[Val]:
-    vals = list(b.vals.values())
-    return [v for v in vals if pred is None or pred(v)]  # type: ignore[operator]
+def tensors(b: Builder, pred: Callable[[Val], bool] | None = None) -> list[Val]:
+    return [v for v in b.vals.values() if pred is None or pred(v)]
 
 
 def _bind(b: Builder, val: Val, stmt: Stmt) -> Val:

@@ -38,7 +38,7 @@ FAMILY_TARGETS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _runtime_paths(node: RuntimeWrapperNode, ir: PythonifyIR) -> list[str]:
+def _runtime_paths(node: RuntimeWrapperNode) -> list[str]:
     paths = []
     infos = node.input_info
     if any(i.mutates_data for i in infos):
@@ -93,7 +93,7 @@ def wrapper_paths(ir: PythonifyIR) -> list[str]:
     paths: list[str] = []
     for node in ir.wrapper_nodes():
         if isinstance(node, RuntimeWrapperNode):
-            paths += _runtime_paths(node, ir)
+            paths += _runtime_paths(node)
         elif isinstance(node, AOTDispatchSubclassWrapperNode):
             paths += _subclass_paths(node, ir)
         elif isinstance(node, AOTAutogradWrapperNode):
