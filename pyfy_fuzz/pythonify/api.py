@@ -16,6 +16,7 @@ from typing import Any
 
 from .capture import capture
 from .gen_python import generate
+from .graph_render import FxNodeMeta
 from .ir import PythonifyIR
 from .pipeline import build_ir
 
@@ -29,6 +30,8 @@ class PythonifyResult:
     active_wrappers: list[str]
     ir: PythonifyIR
     timings: dict[str, float] = field(default_factory=dict)
+    # torch's node metadata per compiled graph (seq_nr etc.), for the seq_nr oracle.
+    fx_meta: dict[str, tuple[FxNodeMeta, ...]] = field(default_factory=dict)
 
 
 def _check_path(path: str | os.PathLike[str]) -> Path:
@@ -92,6 +95,7 @@ def pythonify(
         active_wrappers=ir.active_wrappers(),
         ir=ir,
         timings={"capture_s": t1 - t0, "codegen_s": t2 - t1},
+        fx_meta=cap.fx_meta,
     )
 
 

@@ -25,7 +25,7 @@ import torch.utils._pytree as pytree
 from . import _compat as C
 from . import records as R
 from .errors import PythonifyUnsupported
-from .graph_render import RenderContext, render_fx, seq_nr_table
+from .graph_render import FxNodeMeta, RenderContext, fx_node_meta, render_fx, seq_nr_table
 from .inputs import clone_preserving_aliasing
 from .ir import CompiledGraph
 
@@ -107,6 +107,8 @@ class Capture:
     # even when it dedupes them before AOTAutograd sees them.
     arg_leaves: list[tuple[str, InputSnapshot]] = field(default_factory=list)
     static_input_indices: list[int] = field(default_factory=list)
+    # Graph name (inference / forward / backward) -> torch's node metadata for that graph.
+    fx_meta: dict[str, tuple[FxNodeMeta, ...]] = field(default_factory=dict)
 
 
 class _Recorder:
@@ -117,6 +119,9 @@ class _Recorder:
         self.gms: list[tuple[str, torch.fx.GraphModule, str | None]] = []
         self.render = RenderContext()
         self.calls = 0
+        self.done = False
+        # torch's own view of each graph's nodes (seq_nr etc.), kept apart from what we render.
+        self.fx_meta: dict[str, tuple[FxNodeMeta, ...]] = {}
 
     # -- graphs --------------------------------------------------------------------------
     def fx_compiler(self, role: str) -> Callable[..., Any]:
@@ -124,6 +129,7 @@ class _Recorder:
 
         def compile_(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
             self.gms.append((role, gm, None))
+            self.fx_meta[role] = fx_node_meta(gm)
             return boxed_nop(gm, example_inputs)
 
         return compile_
@@ -133,6 +139,7 @@ class _Recorder:
 
         role = "backward" if kwargs.get("is_backward") else "forward"
         seq_gm = _copy_seq_meta(gm)
+        self.fx_meta[role] = fx_node_meta(gm)
         out = compile_fx_inner(gm, example_inputs, **kwargs)
         src = getattr(out, "source_code", None)
         if not isinstance(src, str):
@@ -301,6 +308,16 @@ class _Recorder:
         )
 
 
+def _plain_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], backend: str) -> Any:
+    if backend == "aot_eager":
+        from torch._dynamo.backends.debugging import aot_eager
+
+        return aot_eager(gm, example_inputs)
+    from torch._inductor.compile_fx import compile_fx
+
+    return compile_fx(gm, example_inputs)
+
+
 def _copy_seq_meta(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """Inductor mutates the graph it lowers; keep the seq_nr view of it as handed to us."""
     holder = torch.fx.GraphModule(gm, torch.fx.Graph())
@@ -397,6 +414,8 @@ def capture(
         arg_leaves=arg_leaves,
     )
     cap.graphs = _render_graphs(rec, cap)
+    training = "AOTDispatchAutograd" in rec.wrappers
+    cap.fx_meta = {(role if training else "inference"): m for role, m in rec.fx_meta.items()}
     if "RuntimeWrapper" not in rec.wrappers:
         raise PythonifyUnsupported("a program without a compiled graph", "nothing was compiled")
     cap.static_input_indices = rec.wrappers["RuntimeWrapper"]["static_input_indices"]
@@ -443,6 +462,10 @@ def _capture_dynamo(
     graph_outputs: list[Any] = []
 
     def record_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+        if rec.done:
+            # After capture the reference callable is plain torch.compile: a later call that
+            # fails its guards recompiles, unrecorded, as torch.compile would.
+            return _plain_backend(gm, example_inputs, backend)
         rec.calls += 1
         if rec.calls > 1:
             raise PythonifyUnsupported("more than one compiled graph (recompile or graph break)")
@@ -497,6 +520,7 @@ def _capture_dynamo(
         if isinstance(exc.inner_exception, PythonifyUnsupported):
             raise exc.inner_exception from exc
         raise
+    rec.done = True
     if rec.calls == 0:
         raise PythonifyUnsupported("a program without a compiled graph", "Dynamo traced no ops")
     bound = _bound_locals(fn, copies, is_module)

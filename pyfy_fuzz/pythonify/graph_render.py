@@ -156,6 +156,35 @@ def render_fx(
     )
 
 
+@dataclass(frozen=True)
+class FxNodeMeta:
+    """torch's metadata on one call_function node, as handed to the backend (plain data).
+
+    Kept apart from the rendered graph so an oracle can compare the generated file's SEQ_NR
+    table with what torch.compile actually produced.
+    """
+
+    name: str
+    target: str
+    seq_nr: int | None
+    is_gradient_acc: bool
+    autograd_backward: bool
+
+
+def fx_node_meta(gm: torch.fx.GraphModule) -> tuple[FxNodeMeta, ...]:
+    return tuple(
+        FxNodeMeta(
+            name=n.name,
+            target=str(n.target),
+            seq_nr=int(n.meta["seq_nr"]) if "seq_nr" in n.meta else None,
+            is_gradient_acc=bool(n.meta.get("is_gradient_acc")),
+            autograd_backward=bool(n.meta.get("autograd_backward")),
+        )
+        for n in gm.graph.nodes
+        if n.op == "call_function"
+    )
+
+
 def seq_nr_table(gm: torch.fx.GraphModule) -> tuple[tuple[tuple[str, int], ...], tuple[str, ...]]:
     seq = tuple(
         (n.name, int(n.meta["seq_nr"]))

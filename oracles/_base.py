@@ -1,0 +1,74 @@
+"""What every oracle shares: which pair it checks, which calls are comparable, how a list of
+differences becomes one Finding."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyfy_fuzz.observe import CallObs
+
+from ._calls import PairContext
+from .evidence import Evidence
+from .finding import Finding
+
+Diff = Callable[[CallObs, CallObs, PairContext], list[str]]
+
+
+def divergence_kind(subject: str) -> str:
+    return "compile-divergence" if subject == "torch.compile" else "pythonify-divergence"
+
+
+def reference_name(subject: str) -> str:
+    return "eager" if subject == "torch.compile" else "torch.compile"
+
+
+def finding(
+    ev: Evidence,
+    oracle: str,
+    subject: str,
+    diffs: list[str],
+    *,
+    kind: str | None = None,
+    exc_type: str | None = None,
+) -> Finding:
+    shown = diffs[:6] + ([f"... and {len(diffs) - 6} more"] if len(diffs) > 6 else [])
+    head = f"{subject} differs from {reference_name(subject)}"
+    return Finding(
+        kind=kind or divergence_kind(subject),
+        oracle=oracle,
+        subject=subject,
+        wrappers=ev.wrappers,
+        explanation=head + ":\n" + "\n".join(f"  - {d}" for d in shown),
+        exc_type=exc_type,
+    )
+
+
+def comparable_calls(
+    ev: Evidence, subject: str, ref_calls: list[CallObs], got_calls: list[CallObs]
+):  # type: ignore[no-untyped-def]
+    """(index, ref, got) for calls where neither side raised (the exceptions oracle owns the
+    rest) and, for pythonify, torch.compile itself agreed with eager on raising."""
+    for i, (r, g) in enumerate(zip(ref_calls, got_calls, strict=False)):
+        if r.raised is not None or g.raised is not None:
+            continue
+        if subject == "pythonify" and i < len(ev.eager.calls) and ev.eager.calls[i].raised:
+            continue
+        yield i, r, g
+
+
+def per_call(ev: Evidence, oracle: str, diff: Diff) -> list[Finding]:
+    """Run `diff` on every comparable call of every pair; one finding per pair at most."""
+    out = []
+    for subject, ref, got, exact in ev.pairs():
+        if ref.setup_error is not None or got.setup_error is not None:
+            continue
+        diffs: list[str] = []
+        for i, r, g in comparable_calls(ev, subject, ref.calls, got.calls):
+            r64 = None
+            if subject == "torch.compile" and ev.ref64 is not None and i < len(ev.ref64.calls):
+                r64 = ev.ref64.calls[i]
+            ctx = PairContext(ev, subject, exact, r64)
+            diffs += [f"call {i}: {d}" for d in diff(r, g, ctx)]
+        if diffs:
+            out.append(finding(ev, oracle, subject, diffs))
+    return out

@@ -1,0 +1,203 @@
+"""Per-call comparisons shared by the oracles (and by the guard oracle on the variant call).
+
+Each function compares one reference call with one observed call and returns explanations
+(empty: no difference). `exact` and `strict` come from the pair: pythonify against
+torch.compile is exact and strict (same graphs, same kernels); torch.compile against eager is
+exact under aot_eager and tolerant otherwise, with the by-design relaxations of by_design.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyfy_fuzz.observe import CallObs, ExcObs, TensorObs
+
+from .by_design import excuse
+from .compare import diff_tensor
+from .evidence import Evidence
+
+
+@dataclass
+class PairContext:
+    evidence: Evidence
+    subject: str  # torch.compile | pythonify
+    exact: bool
+    ref64: CallObs | None = None
+
+    @property
+    def strict(self) -> bool:
+        return self.subject == "pythonify"
+
+
+def _ref64_out(ctx: PairContext, j: int) -> TensorObs | None:
+    if ctx.ref64 is None or ctx.ref64.raised is not None or j >= len(ctx.ref64.outputs):
+        return None
+    o = ctx.ref64.outputs[j]
+    return o if isinstance(o, TensorObs) else None
+
+
+def _aliases_input(call: CallObs, tensor_index: int) -> bool:
+    if tensor_index >= len(call.aliasing):
+        return False
+    a = call.aliasing[tensor_index]
+    return bool(a.is_input or a.shares_storage_with_inputs)
+
+
+def _structure_excused(ref: CallObs, got: CallObs, ctx: PairContext) -> bool:
+    if ctx.strict or ctx.evidence.frontend != "aot":
+        return False
+    if ref.structure.replace("TreeSpec(tuple,", "TreeSpec(list,", 1) == got.structure:
+        return excuse(ctx.evidence, "aot-frontend-output-list")
+    return False
+
+
+def diff_outputs(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
+    if ref.structure != got.structure and not _structure_excused(ref, got, ctx):
+        return [f"output structure {_flat(ref.structure)} vs {_flat(got.structure)}"]
+    out = []
+    t = 0
+    for j, (r, g) in enumerate(zip(ref.outputs, got.outputs, strict=True)):
+        if isinstance(r, TensorObs) and isinstance(g, TensorObs):
+            d = diff_tensor(
+                r,
+                g,
+                exact=ctx.exact,
+                ref64=_ref64_out(ctx, j),
+                offset=_aliases_input(ref, t),
+                strict_meta=ctx.strict,
+            )
+            t += 1
+            if d:
+                out.append(f"output {j}: {d}")
+        elif isinstance(r, TensorObs) or isinstance(g, TensorObs):
+            out.append(f"output {j}: {_what(r)} vs {_what(g)}")
+        elif r != g:
+            out.append(f"output {j}: {r} vs {g}")
+    return out
+
+
+def _flat(structure: str) -> str:
+    return " ".join(structure.split())
+
+
+def _what(x: TensorObs | str) -> str:
+    return "a tensor" if isinstance(x, TensorObs) else f"{x}"
+
+
+def diff_inputs(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
+    rnames = [n for n, _ in ref.inputs_after]
+    gnames = [n for n, _ in got.inputs_after]
+    if rnames != gnames:
+        return [f"inputs after the call: {rnames} vs {gnames} (a _base appeared or vanished)"]
+    out = []
+    for (n, r), (_, g) in zip(ref.inputs_after, got.inputs_after, strict=True):
+        d = diff_tensor(r, g, exact=ctx.exact, offset=True, strict_meta=ctx.strict)
+        if d:
+            out.append(f"input {n} after the call: {d}")
+    return out
+
+
+def diff_aliasing(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
+    if len(ref.aliasing) != len(got.aliasing):
+        return []  # the outputs oracle reports the structure difference
+    out = []
+    for r, g in zip(ref.aliasing, got.aliasing, strict=True):
+        k = r.index
+        if r.is_input != g.is_input:
+            out.append(f"output {k} is input {list(r.is_input)} vs {list(g.is_input)}")
+        if r.base != g.base and not _base_excused(r.base, g.base, ctx, r, g):
+            out.append(f"output {k}._base: {r.base} vs {g.base}")
+        if r.shares_storage_with_inputs != g.shares_storage_with_inputs:
+            out.append(
+                f"output {k} shares storage with inputs {list(r.shares_storage_with_inputs)} "
+                f"vs {list(g.shares_storage_with_inputs)}"
+            )
+        if r.shares_storage_with_outputs != g.shares_storage_with_outputs:
+            out.append(
+                f"output {k} shares storage with outputs {list(r.shares_storage_with_outputs)} "
+                f"vs {list(g.shares_storage_with_outputs)}"
+            )
+    return out
+
+
+def _base_excused(rb: str, gb: str, ctx: PairContext, r, g) -> bool:  # type: ignore[no-untyped-def]
+    if ctx.strict:
+        return False
+    ev = ctx.evidence
+    if rb == "other" and gb in ("none", "other") or gb == "other" and rb == "none":
+        return excuse(ev, "view-of-intermediate")
+    if (
+        ev.backend == "inductor"
+        and gb == "none"
+        and r.shares_storage_with_inputs == g.shares_storage_with_inputs
+    ):
+        return excuse(ev, "custom-function-view-inductor")
+    return False
+
+
+def diff_autograd(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
+    out = []
+    if ref.grad_enabled_after != got.grad_enabled_after:
+        out.append(f"grad mode after the call {ref.grad_enabled_after} vs {got.grad_enabled_after}")
+    tensors = [
+        (j, r, g)
+        for j, (r, g) in enumerate(zip(ref.outputs, got.outputs, strict=False))
+        if isinstance(r, TensorObs) and isinstance(g, TensorObs)
+    ]
+    for j, r, g in tensors:
+        for what in ("requires_grad", "is_leaf", "is_inference"):
+            if getattr(r, what) != getattr(g, what):
+                out.append(f"output {j}.{what} {getattr(r, what)} vs {getattr(g, what)}")
+        if (r.grad_fn is None) != (g.grad_fn is None):
+            out.append(f"output {j}.grad_fn {r.grad_fn} vs {g.grad_fn}")
+        elif r.grad_fn != g.grad_fn and not ctx.strict:
+            excuse(ctx.evidence, "grad-fn-type")
+    return out
+
+
+def _grad_list(
+    ref: list[TensorObs | None] | None,
+    got: list[TensorObs | None] | None,
+    leaves: tuple[str, ...],
+    ctx: PairContext,
+    what: str,
+) -> list[str]:
+    if (ref is None) != (got is None):
+        return [f"{what}: ran {ref is not None} vs {got is not None}"]
+    if ref is None or got is None:
+        return []
+    out = []
+    for name, r, g in zip(leaves, ref, got, strict=True):
+        if (r is None) != (g is None):
+            out.append(
+                f"{what} of {name}: {'None' if r is None else 'a tensor'} vs "
+                f"{'None' if g is None else 'a tensor'}"
+            )
+        elif r is not None and g is not None:
+            d = diff_tensor(r, g, exact=ctx.exact, strict_meta=ctx.strict)
+            if d:
+                out.append(f"{what} of {name}: {d}")
+    return out
+
+
+def diff_grads(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
+    if ref.leaves != got.leaves:
+        return [f"leaves {list(ref.leaves)} vs {list(got.leaves)}"]
+    out = _grad_list(ref.grads, got.grads, ref.leaves, ctx, "grad")
+    rs, gs = ref.second, got.second
+    if isinstance(rs, ExcObs) or isinstance(gs, ExcObs):
+        if not (isinstance(rs, ExcObs) and isinstance(gs, ExcObs)):
+            r_txt = rs.short_type if isinstance(rs, ExcObs) else "no error"
+            g_txt = gs.short_type if isinstance(gs, ExcObs) else "no error"
+            out.append(f"second backward: {r_txt} vs {g_txt}")
+        elif not gs.is_a(rs):
+            out.append(f"second backward raised {gs.short_type}, expected {rs.short_type}")
+    else:
+        out += _grad_list(rs, gs, ref.leaves, ctx, "grad after the second backward")
+    return out
+
+
+def raised_differently(ref: ExcObs | None, got: ExcObs | None) -> bool:
+    if ref is None or got is None:
+        return (ref is None) != (got is None)
+    return not got.is_a(ref)

@@ -1,0 +1,43 @@
+"""Aliasing: for every output, whether it is an input, its _base (an input, another output, an
+intermediate), and storage shared with inputs and with other outputs -- a compile must not add
+or drop aliasing (seeds/002). Then the in-place probe: after a write into each output, the same
+inputs and other outputs must see it as in the reference."""
+
+from __future__ import annotations
+
+from pyfy_fuzz.observe import ProbeObs
+
+from ._base import finding, per_call
+from ._calls import diff_aliasing
+from .evidence import Evidence
+from .finding import Finding
+
+NAME = "aliasing"
+
+
+def probe_diffs(ref: list[ProbeObs], got: list[ProbeObs]) -> list[str]:
+    out = []
+    for r, g in zip(ref, got, strict=False):
+        if r.raised is not None or g.raised is not None:
+            continue  # the autograd oracle compares refusals
+        if r.changed_inputs != g.changed_inputs:
+            out.append(
+                f"writing into output {r.index} changed inputs {list(r.changed_inputs)} "
+                f"vs {list(g.changed_inputs)}"
+            )
+        if r.changed_outputs != g.changed_outputs:
+            out.append(
+                f"writing into output {r.index} changed outputs {list(r.changed_outputs)} "
+                f"vs {list(g.changed_outputs)}"
+            )
+    return out
+
+
+def check(ev: Evidence) -> list[Finding]:
+    out = per_call(ev, NAME, diff_aliasing)
+    for subject, ref, got, _ in ev.pairs():
+        if isinstance(ref.mutation_probe, list) and isinstance(got.mutation_probe, list):
+            diffs = probe_diffs(ref.mutation_probe, got.mutation_probe)
+            if diffs:
+                out.append(finding(ev, NAME, subject, diffs))
+    return out

@@ -1,0 +1,30 @@
+"""Autograd metadata: requires_grad, is_leaf, is_inference and grad_fn presence of every output,
+the grad mode after the call, and whether autograd lets each output be mutated in place (the
+in-place probe: the same outputs must be refused, with the same error type)."""
+
+from __future__ import annotations
+
+from ._base import finding, per_call
+from ._calls import diff_autograd, raised_differently
+from .evidence import Evidence
+from .finding import Finding
+
+NAME = "autograd"
+
+
+def check(ev: Evidence) -> list[Finding]:
+    out = per_call(ev, NAME, diff_autograd)
+    for subject, ref, got, _ in ev.pairs():
+        rp, gp = ref.mutation_probe, got.mutation_probe
+        if not (isinstance(rp, list) and isinstance(gp, list)):
+            continue
+        diffs = [
+            f"writing into output {r.index} in place: "
+            f"{'refused (' + r.raised.short_type + ')' if r.raised else 'allowed'} vs "
+            f"{'refused (' + g.raised.short_type + ')' if g.raised else 'allowed'}"
+            for r, g in zip(rp, gp, strict=False)
+            if raised_differently(r.raised, g.raised)
+        ]
+        if diffs:
+            out.append(finding(ev, NAME, subject, diffs))
+    return out

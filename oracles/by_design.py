@@ -1,0 +1,114 @@
+"""Differences between torch.compile and eager that are by design, in one place.
+
+Each entry says what differs and why it is not a bug. An oracle that meets the difference case
+by case calls `excuse(evidence, entry_id)`, which records that it applied (counted per case, so
+a report can show how often each excuse was used); the structural entries (version-counter-
+amount, size-one-stride, dynamo-wrapped-exception, inductor-rng) are kept by what is compared
+or configured and are listed here so that every excuse lives in one place. The list is short
+on purpose: an entry must name one documented behaviour of torch.compile, and never covers
+pythonify, which must match torch.compile exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .evidence import Evidence
+
+
+@dataclass(frozen=True)
+class ByDesign:
+    id: str
+    oracle: str
+    what: str
+    reason: str
+
+
+BY_DESIGN: tuple[ByDesign, ...] = (
+    ByDesign(
+        "view-of-intermediate",
+        "aliasing",
+        "an output that is a view of an intermediate (its _base is no input or output) comes "
+        "back as a non-view, or as a view of a different intermediate",
+        "AOTAutograd regenerates such outputs from the graph's outputs (output_info "
+        "alias_of_intermediate*); only storage sharing between outputs and with inputs is "
+        "user-visible and that is still compared.",
+    ),
+    ByDesign(
+        "custom-function-view-inductor",
+        "aliasing",
+        "under inductor, an output of a custom autograd.Function that is a view of its input "
+        "shares storage with the input but has _base None",
+        "inductor returns custom_function_view outputs without replaying the view "
+        "(NOTES-torch-2.13: by-design differences).",
+    ),
+    ByDesign(
+        "version-counter-amount",
+        "mutation",
+        "an input mutated in place has a different _version after the call",
+        "compiled input mutations are applied as one copy_ (or several) in the epilogue; "
+        "only whether autograd sees a saved tensor as modified matters, and the version probe "
+        "checks exactly that. _version is never recorded.",
+    ),
+    ByDesign(
+        "inductor-rng",
+        "outputs",
+        "random numbers under inductor differ from eager's",
+        "inductor generates its own Philox-based RNG; the runner compiles with "
+        "torch._inductor.config.fallback_random=True so values stay comparable.",
+    ),
+    ByDesign(
+        "dynamo-wrapped-exception",
+        "exceptions",
+        "Dynamo raises TorchRuntimeError where eager raises the user-level error",
+        "Dynamo finds the error while tracing on fake tensors and re-raises it from the "
+        "original; the original's type (__cause__) is compared instead.",
+    ),
+    ByDesign(
+        "size-one-stride",
+        "outputs",
+        "a stride differs in a dimension of size 0 or 1, or on an output with no elements",
+        "such strides never change which element an index reads; torch's own output-stride "
+        "checks ignore them.",
+    ),
+    ByDesign(
+        "grad-fn-type",
+        "autograd",
+        "outputs' grad_fn has another type (CompiledFunctionBackward vs MulBackward0)",
+        "the compiled region is one autograd node; only whether grad_fn exists is compared.",
+    ),
+    ByDesign(
+        "aot-frontend-output-list",
+        "outputs",
+        "with the AOT front-end (aot_function, the only way to reach AOTDedupeWrapper), a "
+        "function that returns a tuple gives a list",
+        "aot_function returns its flat outputs as a list (torch 2.13); the leaves are still "
+        "compared one by one. torch.compile (Dynamo) keeps the tuple and is compared strictly.",
+    ),
+    ByDesign(
+        "cudagraph-overwritten-output",
+        "cudagraph",
+        "on a GPU, torch.compile(mode='reduce-overhead') raises when an output of an earlier "
+        "replay is read after a later replay",
+        "cudagraph trees document that outputs are overwritten by the next replay and detect "
+        "the stale read; the pythonified file has no such contract and is still checked.",
+    ),
+)
+
+_BY_ID = {b.id: b for b in BY_DESIGN}
+
+
+def excuse(evidence: Evidence, entry_id: str) -> bool:
+    """Note that a documented by-design difference applied; always True (for `if` chains)."""
+    if entry_id not in _BY_ID:
+        raise KeyError(f"no by-design entry {entry_id!r}")
+    if entry_id not in evidence.excused:
+        evidence.excused.append(entry_id)
+    return True
+
+
+def as_markdown() -> str:
+    """The list as a markdown table (docs/ORACLES.md embeds it; a test keeps them in sync)."""
+    rows = ["| id | oracle | what differs | why it is by design |", "|---|---|---|---|"]
+    rows += [f"| `{b.id}` | {b.oracle} | {b.what} | {b.reason} |" for b in BY_DESIGN]
+    return "\n".join(rows)

@@ -1,0 +1,40 @@
+"""Evidence: the three observations of one case plus what the compile reported, as the oracles
+see it. Built by the runner; oracles only read it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyfy_fuzz.observe import SubjectObs
+
+
+@dataclass
+class Evidence:
+    eager: SubjectObs
+    compiled: SubjectObs
+    pythonified: SubjectObs | None  # None: the file was not produced (unsupported, compile failed)
+    backend: str = "aot_eager"
+    device: str = "cpu"
+    frontend: str = "dynamo"
+    mode: str | None = None
+    wrappers: tuple[str, ...] = ()
+    ref64: SubjectObs | None = None  # eager in float64, for the tolerance scheme
+    # torch's node metadata per graph (pythonify.graph_render.FxNodeMeta), and the file's tables.
+    fx_meta: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    file_seq_nr: dict[str, dict[str, int]] | None = None
+    file_grad_acc: dict[str, list[str]] | None = None
+    excused: list[str] = field(default_factory=list)  # by-design entries that applied
+
+    @property
+    def compile_exact(self) -> bool:
+        """aot_eager runs eager's kernels on the same values: any difference is real."""
+        return self.backend == "aot_eager"
+
+    def pairs(self) -> list[tuple[str, SubjectObs, SubjectObs, bool]]:
+        """(subject, reference, observed, exact): torch.compile against eager, pythonify
+        against torch.compile (same compiled graphs, so always exact)."""
+        out = [("torch.compile", self.eager, self.compiled, self.compile_exact)]
+        if self.pythonified is not None:
+            out.append(("pythonify", self.compiled, self.pythonified, True))
+        return out

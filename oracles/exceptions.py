@@ -1,0 +1,82 @@
+"""Exceptions: where the reference raises, the subject must raise the same type (or a subclass);
+where it does not, the subject must not. A subject that raises where eager did not is a crash;
+a compile or capture that fails outright is a crash of that subject.
+
+Dynamo re-raises a user's error found during tracing as TorchRuntimeError; observations record
+the original (see by_design: dynamo-wrapped-exception). For pythonify, calls where
+torch.compile itself crashed are skipped: that crash is already torch.compile's finding.
+"""
+
+from __future__ import annotations
+
+from pyfy_fuzz.observe import ExcObs
+
+from ._base import finding, reference_name
+from .evidence import Evidence
+from .finding import Finding
+
+NAME = "exceptions"
+
+
+def _txt(e: ExcObs) -> str:
+    return f"{e.short_type} in {e.phase}: {e.message}"
+
+
+def check(ev: Evidence) -> list[Finding]:
+    out: list[Finding] = []
+    for subject, ref, got, _ in ev.pairs():
+        refname = reference_name(subject)
+        if got.setup_error is not None:
+            if ref.setup_error is None:
+                e = got.setup_error
+                out.append(
+                    finding(
+                        ev,
+                        NAME,
+                        subject,
+                        [f"{subject} failed to compile: {_txt(e)}"],
+                        kind="crash",
+                        exc_type=e.short_type,
+                    )
+                )
+            continue
+        for i, (r, g) in enumerate(zip(ref.calls, got.calls, strict=False)):
+            if subject == "pythonify" and ev.eager.calls[i].raised is None and r.raised is not None:
+                continue  # torch.compile crashed here; that is its finding, not pythonify's
+            if r.raised is None and g.raised is not None:
+                e = g.raised
+                crash = subject == "torch.compile" or ev.eager.calls[i].raised is None
+                out.append(
+                    finding(
+                        ev,
+                        NAME,
+                        subject,
+                        [f"call {i}: raised {_txt(e)}; {refname} did not"],
+                        kind="crash" if crash else None,
+                        exc_type=e.short_type,
+                    )
+                )
+                break
+            if r.raised is not None and g.raised is None:
+                out.append(
+                    finding(
+                        ev,
+                        NAME,
+                        subject,
+                        [f"call {i}: returned; {refname} raised {_txt(r.raised)}"],
+                        exc_type=r.raised.short_type,
+                    )
+                )
+                break
+            if r.raised is not None and g.raised is not None and not g.raised.is_a(r.raised):
+                out.append(
+                    finding(
+                        ev,
+                        NAME,
+                        subject,
+                        [f"call {i}: raised {_txt(g.raised)}; {refname} raised {_txt(r.raised)}"],
+                        exc_type=g.raised.short_type,
+                    )
+                )
+                break
+    return out

@@ -1,0 +1,15 @@
+"""Gradients: of every leaf (arguments requiring grad, parameters) for the plan's tangents; the
+second backward (retain_graph on the first) or the error it must raise without it."""
+
+from __future__ import annotations
+
+from ._base import per_call
+from ._calls import diff_grads
+from .evidence import Evidence
+from .finding import Finding
+
+NAME = "grads"
+
+
+def check(ev: Evidence) -> list[Finding]:
+    return per_call(ev, NAME, diff_grads)

@@ -1,0 +1,88 @@
+"""Guard soundness: the plan's variant call (other shape, dtype or aliasing) breaks what the
+compile assumed. torch.compile recompiles and must then agree with eager (compile-divergence);
+the pythonified file must raise PythonifyGuardError -- or, where its guards admit the inputs
+(dynamic shapes), agree with eager. Any other outcome is guard-unsound: a wrong result or
+an error other than the guard's.
+"""
+
+from __future__ import annotations
+
+from pyfy_fuzz.observe import CallObs
+
+from ._base import finding
+from ._calls import PairContext, diff_aliasing, diff_grads, diff_inputs, diff_outputs
+from .evidence import Evidence
+from .finding import Finding
+
+NAME = "guards"
+GUARD_ERROR = "PythonifyGuardError"
+
+
+def _diffs(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
+    out = []
+    for fn in (diff_outputs, diff_inputs, diff_aliasing, diff_grads):
+        out += fn(ref, got, ctx)
+    return out
+
+
+def check(ev: Evidence) -> list[Finding]:
+    e = ev.eager.variant
+    if e is None or (e.raised is not None and e.raised.phase == "inputs"):
+        return []
+    out = []
+    c = ev.compiled.variant
+    if c is not None and ev.compiled.setup_error is None:
+        if (e.raised is None) != (c.raised is None):
+            what = c.raised.short_type if c.raised else "returned"
+            exp = e.raised.short_type if e.raised else "returned"
+            kind = "crash" if e.raised is None else None
+            out.append(
+                finding(
+                    ev,
+                    NAME,
+                    "torch.compile",
+                    [f"variant call ({e.variant}): {what}; eager {exp}"],
+                    kind=kind,
+                    exc_type=c.raised.short_type if c.raised else None,
+                )
+            )
+        elif e.raised is None:
+            diffs = _diffs(e, c, PairContext(ev, "torch.compile", ev.compile_exact))
+            if diffs:
+                out.append(
+                    finding(
+                        ev,
+                        NAME,
+                        "torch.compile",
+                        [f"variant call ({e.variant}): {d}" for d in diffs],
+                    )
+                )
+    p = ev.pythonified.variant if ev.pythonified is not None else None
+    if p is None or ev.pythonified is None or ev.pythonified.setup_error is not None:
+        return out
+    if p.raised is not None and p.raised.short_type == GUARD_ERROR:
+        return out
+    if p.raised is not None:
+        if e.raised is not None and p.raised.is_a(e.raised):
+            return out
+        diffs = [
+            f"variant call ({e.variant}): raised {p.raised.short_type}: {p.raised.message}; "
+            f"expected {GUARD_ERROR}"
+        ]
+        out.append(
+            finding(
+                ev, NAME, "pythonify", diffs, kind="guard-unsound", exc_type=p.raised.short_type
+            )
+        )
+        return out
+    if e.raised is not None:
+        diffs = [f"variant call ({e.variant}): returned; eager raised {e.raised.short_type}"]
+    else:
+        # Compared with eager, the truth for inputs the compile never saw.
+        diffs = [
+            f"variant call ({e.variant}) accepted by the file's guards: {d}"
+            for d in _diffs(e, p, PairContext(ev, "torch.compile", ev.compile_exact))
+        ]
+    if diffs:
+        out.append(finding(ev, NAME, "pythonify", diffs, kind="guard-unsound"))
+    return out

@@ -1,0 +1,40 @@
+"""Input mutation: every input, its shared base and module state after the call (values and
+metadata: a set_ or transpose_ on an input shows up as shape/stride/offset); and the version
+probe: after bumping the arguments' version counters, backward must refuse in every subject or
+in none (a tensor saved for backward that was modified in place)."""
+
+from __future__ import annotations
+
+from ._base import finding, per_call
+from ._calls import diff_inputs
+from .evidence import Evidence
+from .finding import Finding
+
+NAME = "mutation"
+
+
+def _probe_text(p: object) -> str:
+    if p is None:
+        return "not run"
+    return "backward ran" if p == "ok" else f"backward raised {p.short_type}"  # type: ignore[attr-defined]
+
+
+def check(ev: Evidence) -> list[Finding]:
+    out = per_call(ev, NAME, diff_inputs)
+    for subject, ref, got, _ in ev.pairs():
+        r, g = ref.version_probe, got.version_probe
+        if r is None or g is None:
+            continue
+        if (r == "ok") != (g == "ok"):
+            out.append(
+                finding(
+                    ev,
+                    NAME,
+                    subject,
+                    [
+                        "backward after bumping the arguments' version counters: "
+                        f"expected {_probe_text(r)}, got {_probe_text(g)}"
+                    ],
+                )
+            )
+    return out

@@ -1,0 +1,153 @@
+"""seq_nr: the forward-to-backward node mapping (seeds/004).
+
+1. The pythonified file's SEQ_NR and GRADIENT_ACC_NODES tables equal the seq_nr metadata of the
+   graphs torch.compile handed to its backend (pythonify-divergence if not).
+2. torch's graphs keep the invariants of seeds/004 (compile-divergence if not): every backward
+   node carries a seq_nr, and names a forward node -- one in the forward graph or a forward node
+   the partitioner recomputes in the backward graph -- except gradient-accumulation nodes, which
+   must be marked `is_gradient_acc`.
+3. Against eager's autograd graph: sorted by sequence number, eager's backward nodes name the
+   forward ops in the order they ran (SinBackward0, MulBackward0); the compiled backward's
+   seq_nr groups, sorted and mapped to their forward nodes, must name the same ops in the same
+   order -- whenever both have as many and eager's are plain aten nodes (extra wrapper nodes,
+   CopySlices or custom Functions make the comparison meaningless; then only 1 and 2 apply).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ._base import finding
+from .evidence import Evidence
+from .finding import Finding
+
+NAME = "seq_nr"
+
+
+def _table(nodes: tuple[Any, ...]) -> dict[str, int]:
+    return {n.name: n.seq_nr for n in nodes if n.seq_nr is not None}
+
+
+def file_vs_compile(ev: Evidence) -> list[str]:
+    if ev.file_seq_nr is None:
+        return []
+    diffs = []
+    torch_graphs = set(ev.fx_meta)
+    file_graphs = set(ev.file_seq_nr)
+    if torch_graphs != file_graphs:
+        diffs.append(
+            f"graphs with seq_nr: torch {sorted(torch_graphs)} vs file {sorted(file_graphs)}"
+        )
+    for g in sorted(torch_graphs & file_graphs):
+        want, have = _table(ev.fx_meta[g]), ev.file_seq_nr[g]
+        wrong = [n for n in want if have.get(n) != want[n]] + [n for n in have if n not in want]
+        if wrong:
+            n = wrong[0]
+            diffs.append(
+                f"{g} graph: node {n} has seq_nr {have.get(n)} in the file, "
+                f"{want.get(n)} in torch's graph"
+                + (f" ({len(wrong)} nodes differ)" if len(wrong) > 1 else "")
+            )
+        acc_want = sorted(x.name for x in ev.fx_meta[g] if x.is_gradient_acc)
+        acc_have = sorted((ev.file_grad_acc or {}).get(g, []))
+        if acc_want != acc_have:
+            diffs.append(
+                f"{g} graph: gradient-accumulation nodes {acc_have} in the file, "
+                f"{acc_want} in torch's"
+            )
+    return diffs
+
+
+def invariants(fx_meta: dict[str, tuple[Any, ...]]) -> list[str]:
+    fw, bw = fx_meta.get("forward"), fx_meta.get("backward")
+    if fw is None or bw is None:
+        return []
+    forward_seq = {n.seq_nr for n in fw if n.seq_nr is not None}
+    forward_seq |= {n.seq_nr for n in bw if not n.autograd_backward and n.seq_nr is not None}
+    diffs = []
+    for n in fw:
+        if n.is_gradient_acc:
+            diffs.append(f"forward node {n.name} ({n.target}) is marked as gradient accumulation")
+    unmapped = []
+    for n in bw:
+        if n.is_gradient_acc or not n.autograd_backward:
+            continue
+        if n.seq_nr is None or n.seq_nr < 0:
+            diffs.append(f"backward node {n.name} ({n.target}) has no seq_nr ({n.seq_nr})")
+        elif n.seq_nr not in forward_seq:
+            unmapped.append(n)
+    if unmapped:
+        seqs = sorted({n.seq_nr for n in unmapped})
+        names = ", ".join(f"{n.name} ({n.target})" for n in unmapped[:4])
+        diffs.append(
+            f"{len(unmapped)} backward nodes name no forward node: {names}"
+            f"{', ...' if len(unmapped) > 4 else ''}; seq_nr {seqs} is in neither the forward "
+            "graph nor the recomputed nodes, and they are not marked is_gradient_acc"
+        )
+    return diffs
+
+
+_EAGER_NAME = re.compile(r"^([A-Z][A-Za-z0-9]*?)Backward\d+$")
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _op_name(target: str) -> str:
+    """aten._to_copy.default -> tocopy; with_effects -> witheffects."""
+    parts = target.split(".")
+    return _norm(parts[1] if parts[0] == "aten" and len(parts) > 1 else parts[0])
+
+
+def order_vs_eager(ev: Evidence) -> list[str]:
+    """Sorted by seq_nr, eager's backward nodes name the forward ops in the order they ran;
+    the compiled backward's seq_nr groups, mapped to their forward nodes, must name the same
+    ops in the same order. Compared only when eager's nodes are all plain aten backward nodes
+    (no CopySlices, no custom Function) and both sides have as many."""
+    eager_order = ev.eager.extra.get("autograd_order")
+    fw, bw = ev.fx_meta.get("forward"), ev.fx_meta.get("backward")
+    if not eager_order or fw is None or bw is None:
+        return []
+    names = []
+    for node_name, seq in sorted(eager_order, key=lambda x: x[1]):
+        m = _EAGER_NAME.match(node_name)
+        if m is None:
+            return []
+        names.append((_norm(m.group(1)), node_name, seq))
+    forward_ops: dict[int, set[str]] = {}
+    for n in [*fw, *(n for n in bw if not n.autograd_backward)]:
+        if n.seq_nr is not None:
+            forward_ops.setdefault(n.seq_nr, set()).add(_op_name(n.target))
+    groups = sorted(
+        {
+            n.seq_nr
+            for n in bw
+            if n.autograd_backward and not n.is_gradient_acc and n.seq_nr is not None
+        }
+    )
+    if len(groups) != len(names) or any(g not in forward_ops for g in groups):
+        return []
+    for k, (g, (eager_op, node_name, _)) in enumerate(zip(groups, names, strict=True)):
+        ops = forward_ops[g]
+        if not any(eager_op in op or op in eager_op for op in ops):
+            return [
+                f"by seq_nr, backward group {k} of the compiled graph maps to forward "
+                f"{sorted(ops)}; eager's {k}-th backward node is {node_name} "
+                f"(eager order: {[n for _, n, _ in names]})"
+            ]
+    return []
+
+
+def check(ev: Evidence) -> list[Finding]:
+    out = []
+    if ev.compiled.setup_error is None:
+        diffs = invariants(ev.fx_meta) + order_vs_eager(ev)
+        if diffs:
+            out.append(finding(ev, NAME, "torch.compile", diffs))
+    if ev.pythonified is not None and ev.pythonified.setup_error is None:
+        diffs = file_vs_compile(ev)
+        if diffs:
+            out.append(finding(ev, NAME, "pythonify", diffs))
+    return out

@@ -1,0 +1,51 @@
+"""A float64 copy of a program's inputs (and module) for the tolerance scheme's reference run.
+
+Floating tensors become float64 over float64 copies of their storages, so tensors that shared
+memory still do (a write through one is seen by the other); integer, bool and subclass
+tensors pass through. Leaves keep requires_grad; non-leaves get a grad_fn in place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+
+def to_fp64(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    storages: dict[int, torch.UntypedStorage] = {}
+    memo: dict[int, torch.Tensor] = {}
+
+    def conv(t: Any) -> Any:
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            return t
+        if is_traceable_wrapper_subclass(t) or t.is_inference():
+            return t
+        if id(t) in memo:
+            return memo[id(t)]
+        st = t.untyped_storage()
+        key = st.data_ptr()
+        with torch.no_grad():
+            if key not in storages:
+                flat = torch.empty(0, dtype=t.dtype).set_(st)
+                storages[key] = flat.double().untyped_storage()
+            new = torch.empty(0, dtype=torch.float64)
+            new.set_(storages[key], t.storage_offset(), t.size(), t.stride())
+        if t.requires_grad:
+            if t.is_leaf:
+                new.requires_grad_()
+            else:
+                new = new.mul_(torch.ones((), dtype=torch.float64, requires_grad=True))
+        memo[id(t)] = new
+        return new
+
+    return tuple(pytree.tree_map(conv, a) for a in args)
+
+
+def fp64_fn(fn: Any) -> Any:
+    """The module in float64 (a fresh copy from the program), or the function unchanged."""
+    if isinstance(fn, torch.nn.Module):
+        return fn.double()
+    return fn

@@ -1,0 +1,480 @@
+"""Observations: what one subject did with one program, as plain data the oracles compare.
+
+A subject is anything with a `call(*args)` (eager function, torch.compile's callable, the
+pythonified file's `call`). `observe_subject` drives it through the program's call plan with
+the program's own `drive` (same seeds, tangents, backward, hooks for every subject) and records,
+per call: outputs (values, dtype, geometry, subclass inner tensors, autograd facts), every input
+and shared base after the call, how outputs alias inputs and each other, gradients, the second
+backward, the exception and the phase it came from. Then three probes on fresh inputs:
+outputs mutated in place (is the write visible through the inputs, as in eager?), inputs'
+version counters bumped before backward (must backward refuse?), and the plan's variant call.
+
+Values are detached clones; no live tensor of the run is kept once the observation is built,
+except the last calls' outputs, re-read after all calls to catch a replay that overwrote them.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+# ---------------------------------------------------------------------------- records
+
+
+@dataclass
+class ExcObs:
+    """An exception a subject raised: its type (with the names of its bases) and where."""
+
+    type_name: str
+    type_mro: tuple[str, ...]
+    message: str
+    phase: str  # compile | call | backward | probe
+    traceback_tail: str = ""
+
+    @staticmethod
+    def of(exc: BaseException, phase: str) -> ExcObs:
+        exc = unwrap_exception(exc)
+        mro = tuple(f"{c.__module__}.{c.__qualname__}" for c in type(exc).__mro__)
+        text = str(exc).strip()
+        inner = getattr(exc, "inner_exception", None)
+        if isinstance(inner, BaseException):
+            # BackendCompilerFailed: what the compiler raised is the interesting part, and its
+            # type tells one compiler crash from another in the signature.
+            mro = (f"{mro[0]}({type(inner).__name__})", *mro)
+            text = f"{type(inner).__name__}: {inner}".strip()
+        lines = (text.splitlines() or [""])[0][:300]
+        tail = "".join(traceback.format_exception(exc)[-6:])[-2000:]
+        return ExcObs(mro[0], mro, lines, phase, tail)
+
+    @property
+    def short_type(self) -> str:
+        return self.type_name.split("(")[0].rsplit(".", 1)[-1] + (
+            "(" + self.type_name.split("(", 1)[1] if "(" in self.type_name else ""
+        )
+
+    def is_a(self, other: ExcObs) -> bool:
+        """Whether this exception is an instance of other's type (by qualified name)."""
+        return other.type_name in self.type_mro
+
+
+def unwrap_exception(exc: BaseException) -> BaseException:
+    """Dynamo re-raises a user's error found while tracing as TorchRuntimeError from it; the
+    user-level type is the cause's. Compiler failures (BackendCompilerFailed) stay what they
+    are: a crash of the compiler, not the program's own error."""
+    name = type(exc).__name__
+    if name in ("TorchRuntimeError", "UncapturedHigherOrderOpError") and exc.__cause__:
+        return exc.__cause__
+    return exc
+
+
+@dataclass
+class TensorObs:
+    type_name: str
+    dtype: str
+    shape: tuple[int, ...]
+    stride: tuple[int, ...] | None  # None for wrapper subclasses
+    offset: int | None
+    values: torch.Tensor | None  # plain tensors only
+    inner: tuple[tuple[str, TensorObs], ...] = ()
+    requires_grad: bool = False
+    is_leaf: bool = True
+    grad_fn: str | None = None
+    is_inference: bool = False
+
+    def plain_values(self) -> list[torch.Tensor]:
+        """The values that hold this tensor's data: itself, or its inner tensors'."""
+        if self.values is not None:
+            return [self.values]
+        return [v for _, t in self.inner for v in t.plain_values()]
+
+
+@dataclass
+class AliasObs:
+    """How output `index` relates to the inputs (by name) and the other outputs."""
+
+    index: int
+    is_input: tuple[str, ...]
+    base: str  # none | input:<name> | base_of:<name> | output:<k> | other
+    shares_storage_with_inputs: tuple[str, ...]
+    shares_storage_with_outputs: tuple[int, ...]
+
+
+@dataclass
+class ProbeObs:
+    """Output `index` mutated in place after the call: what raised, or what else changed."""
+
+    index: int
+    raised: ExcObs | None
+    changed_inputs: tuple[str, ...] = ()
+    changed_outputs: tuple[int, ...] = ()
+
+
+@dataclass
+class CallObs:
+    seed: int
+    variant: str | None
+    raised: ExcObs | None = None
+    structure: str = ""
+    outputs: list[TensorObs | str] = field(default_factory=list)  # str: repr of a non-tensor
+    inputs_after: list[tuple[str, TensorObs]] = field(default_factory=list)
+    aliasing: list[AliasObs] = field(default_factory=list)
+    grad_enabled_after: bool = True
+    leaves: tuple[str, ...] = ()
+    grads: list[TensorObs | None] | None = None
+    second: list[TensorObs | None] | ExcObs | None = None
+    outputs_later: list[TensorObs | str] | None = None  # re-read after all calls
+
+
+@dataclass
+class SubjectObs:
+    """Everything one subject did with one program."""
+
+    subject: str
+    setup_error: ExcObs | None = None
+    calls: list[CallObs] = field(default_factory=list)
+    mutation_probe: list[ProbeObs] | ExcObs | None = None
+    version_probe: ExcObs | str | None = None  # exception, "ok", or None (not run)
+    variant: CallObs | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------- recording
+
+
+def _type_name(x: Any) -> str:
+    t = type(x)
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+def tensor_obs(t: torch.Tensor, values: bool = True) -> TensorObs:
+    sub = is_traceable_wrapper_subclass(t)
+    inner: tuple[tuple[str, TensorObs], ...] = ()
+    if sub:
+        attrs, _ = t.__tensor_flatten__()  # type: ignore[attr-defined]
+        inner = tuple((a, tensor_obs(getattr(t, a), values)) for a in attrs)
+    plain = not sub and type(t) in (torch.Tensor, torch.nn.Parameter)
+    with torch.no_grad():
+        vals = t.detach().clone() if (values and not sub) else None
+    return TensorObs(
+        type_name="torch.Tensor" if plain else _type_name(t),
+        dtype=str(t.dtype),
+        shape=tuple(t.shape),
+        stride=None if sub else tuple(t.stride()),
+        offset=None if sub else int(t.storage_offset()),
+        values=vals,
+        inner=inner,
+        requires_grad=t.requires_grad,
+        is_leaf=t.is_leaf,
+        grad_fn=None if t.grad_fn is None else type(t.grad_fn).__name__,
+        is_inference=t.is_inference(),
+    )
+
+
+def _storage_key(t: torch.Tensor) -> tuple[int, str] | None:
+    if is_traceable_wrapper_subclass(t):
+        return None
+    st = t.untyped_storage()
+    if st.nbytes() == 0:
+        return None
+    return (st.data_ptr(), str(st.device))
+
+
+def _leaf_out(x: Any) -> TensorObs | str:
+    return tensor_obs(x) if isinstance(x, torch.Tensor) else repr(x)
+
+
+def _leaf_out_later(x: Any) -> TensorObs | str:
+    """Re-read an output after later calls; on a GPU, cudagraph trees refuse stale reads."""
+    try:
+        return _leaf_out(x)
+    except Exception as exc:
+        return f"<unreadable: {type(exc).__name__}: {str(exc)[:200]}>"
+
+
+def named_inputs(args: tuple[Any, ...], module: Any) -> list[tuple[str, torch.Tensor]]:
+    """Every tensor the caller can see after the call: argument leaves, their bases, and the
+    module's parameters and buffers. Names are stable across subjects."""
+    named: list[tuple[str, torch.Tensor]] = []
+    for path, leaf in pytree.tree_flatten_with_path(args)[0]:
+        if isinstance(leaf, torch.Tensor):
+            name = "a" + pytree.keystr(path).strip("[]").replace("][", ".")
+            named.append((name, leaf))
+            if leaf._base is not None:
+                named.append((f"{name}._base", leaf._base))
+    if isinstance(module, torch.nn.Module):
+        named += [(f"self.{n}", p) for n, p in module.named_parameters()]
+        named += [(f"self.{n}", b) for n, b in module.named_buffers()]
+    return named
+
+
+def _aliasing(outs: list[torch.Tensor], named: list[tuple[str, torch.Tensor]]) -> list[AliasObs]:
+    facts = []
+    keys = [_storage_key(o) for o in outs]
+    for k, o in enumerate(outs):
+        base = "none"
+        if o._base is not None:
+            base = "other"
+            for j, p in enumerate(outs):
+                if o._base is p:
+                    base = f"output:{j}"
+            for n, x in named:
+                if x._base is not None and o._base is x._base and not n.endswith("._base"):
+                    base = f"base_of:{n}"
+            for n, x in named:
+                if o._base is x and not n.endswith("._base"):
+                    base = f"input:{n}"
+        key = keys[k]
+        facts.append(
+            AliasObs(
+                index=k,
+                is_input=tuple(n for n, x in named if o is x and not n.endswith("._base")),
+                base=base,
+                shares_storage_with_inputs=tuple(
+                    n for n, x in named if key is not None and _storage_key(x) == key
+                ),
+                shares_storage_with_outputs=tuple(
+                    j for j, kj in enumerate(keys) if j != k and key is not None and kj == key
+                ),
+            )
+        )
+    return facts
+
+
+def _grads(grads: list[torch.Tensor | None] | None) -> list[TensorObs | None] | None:
+    if grads is None:
+        return None
+    return [None if g is None else tensor_obs(g) for g in grads]
+
+
+def _leaf_names(drive_module: Any, args: tuple[Any, ...], module: Any, named: list) -> list[str]:
+    leaves = drive_module._leaves(module, args)
+    names = []
+    for leaf in leaves:
+        found = [n for n, x in named if x is leaf]
+        names.append(found[0] if found else "?")
+    return names
+
+
+@dataclass
+class Target:
+    """What a subject runs: `call(*args)`, and the nn.Module whose parameters are leaves."""
+
+    name: str
+    call: Callable[..., Any]
+    module: Any = None
+    extra: Callable[[], dict[str, Any]] | None = None
+
+
+def observe_call(
+    program: Any, target: Target, seed: int, variant: str | None
+) -> tuple[CallObs, list[Any]]:
+    """One call as the plan says; returns the observation and the live outputs."""
+    obs = CallObs(seed=seed, variant=variant)
+    try:
+        args = program.make_inputs(seed, variant)
+    except Exception as exc:  # the program itself cannot build this variant: not a subject bug
+        obs.raised = ExcObs.of(exc, "inputs")
+        return obs, []
+    module = target.module
+    owner = module if module is not None else target.call
+    named = named_inputs(args, module)
+    leaf_names = _leaf_names(program.module, args, owner, named)
+    box: dict[str, Any] = {}
+
+    def call(*a: Any) -> Any:
+        out = target.call(*a)
+        box["out"] = out
+        return out
+
+    try:
+        result = program.module.drive(call, args, seed, module=owner)
+    except Exception as exc:
+        obs.raised = ExcObs.of(exc, "backward" if "out" in box else "call")
+        result = None
+    torch.set_grad_enabled(True)
+    out = box.get("out")
+    leaves = pytree.tree_leaves(out) if "out" in box else []
+    obs.structure = str(pytree.tree_structure(out)) if "out" in box else ""
+    obs.outputs = [_leaf_out(x) for x in leaves]
+    obs.inputs_after = [(n, tensor_obs(x)) for n, x in named]
+    tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
+    obs.aliasing = _aliasing(tensors, named)
+    obs.leaves = tuple(leaf_names)
+    if result is not None:
+        obs.grad_enabled_after = bool(result["grad_enabled_after"])
+        obs.grads = _grads(result["grads"])
+        second = result["second"]
+        obs.second = (
+            ExcObs.of(second, "second_backward")
+            if isinstance(second, BaseException)
+            else _grads(second)
+        )
+    return obs, leaves
+
+
+def _bump(x: torch.Tensor) -> None:
+    if not x.is_inference():
+        torch.autograd.graph.increment_version(x)
+
+
+def _mutate(o: torch.Tensor) -> None:
+    if o.dtype == torch.bool:
+        o.logical_not_()
+    else:
+        o.add_(1)
+
+
+def _values_now(ts: list[torch.Tensor]) -> list[list[torch.Tensor]]:
+    return [tensor_obs(t).plain_values() for t in ts]
+
+
+def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
+    return all(bitwise_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal values, NaN equal to NaN (same positions), shapes and dtypes equal."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        return bool(((a == b) | (a.isnan() & b.isnan())).all())
+    return torch.equal(a, b)
+
+
+def mutation_probe(program: Any, target: Target, seed: int) -> list[ProbeObs] | ExcObs:
+    """Call once more, then write into each output in turn (grad mode on, as a user would):
+    record whether autograd refused, and which inputs and other outputs saw the write."""
+    args = program.make_inputs(seed)
+    named = named_inputs(args, target.module)
+    torch.manual_seed(seed)
+    try:
+        out = target.call(*args)
+    except Exception as exc:
+        torch.set_grad_enabled(True)
+        return ExcObs.of(exc, "probe")
+    torch.set_grad_enabled(True)
+    outs = [x for x in pytree.tree_leaves(out) if isinstance(x, torch.Tensor)]
+    probes = []
+    in_ts = [x for _, x in named]
+    before_in, before_out = _values_now(in_ts), _values_now(outs)
+    for k, o in enumerate(outs):
+        try:
+            _mutate(o)
+        except Exception as exc:
+            probes.append(ProbeObs(k, ExcObs.of(exc, "probe")))
+            continue
+        now_in, now_out = _values_now(in_ts), _values_now(outs)
+        probes.append(
+            ProbeObs(
+                k,
+                None,
+                tuple(
+                    n
+                    for (n, _), a, b in zip(named, before_in, now_in, strict=True)
+                    if not _same(a, b)
+                ),
+                tuple(
+                    j
+                    for j, (a, b) in enumerate(zip(before_out, now_out, strict=True))
+                    if j != k and not _same(a, b)
+                ),
+            )
+        )
+        before_in, before_out = now_in, now_out
+    return probes
+
+
+def version_probe(program: Any, target: Target, seed: int) -> ExcObs | str | None:
+    """Call, bump every argument's version counter (values unchanged), then backward: autograd
+    must refuse exactly when a bumped tensor was saved for backward, in every subject alike."""
+    args = program.make_inputs(seed)
+    torch.manual_seed(seed)
+    try:
+        out = target.call(*args)
+    except Exception:
+        torch.set_grad_enabled(True)
+        return None  # the call itself raising is the exceptions oracle's business
+    torch.set_grad_enabled(True)
+    diff = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
+    if not diff:
+        return None
+    for x in pytree.tree_leaves(args):
+        if isinstance(x, torch.Tensor):
+            _bump(x)
+    try:
+        torch.autograd.backward(diff, [torch.ones_like(o) for o in diff])
+    except Exception as exc:
+        return ExcObs.of(exc, "backward")
+    return "ok"
+
+
+def autograd_order(program: Any, target: Target, seed: int) -> list[tuple[str, int]] | None:
+    """The backward nodes eager's engine runs, in order, with their sequence numbers.
+
+    AccumulateGrad and error nodes carry UINT64_MAX and are left out (seeds/004)."""
+    args = program.make_inputs(seed)
+    torch.manual_seed(seed)
+    try:
+        out = target.call(*args)
+    except Exception:
+        return None
+    finally:
+        torch.set_grad_enabled(True)
+    diff = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
+    if not diff:
+        return None
+    order: list[tuple[str, int]] = []
+    seen: set[int] = set()
+    stack: list[Any] = [o.grad_fn for o in diff if o.grad_fn is not None]
+    handles = []
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        seq = node._sequence_nr()
+        if seq < 2**63 - 1 and type(node).__name__ != "AccumulateGrad":
+
+            def pre(grad_outputs: Any, node: Any = node, seq: int = seq) -> None:
+                order.append((type(node).__name__, seq))
+
+            handles.append(node.register_prehook(pre))
+        stack += [n for n, _ in node.next_functions]
+    try:
+        torch.autograd.backward(diff, [torch.ones_like(o) for o in diff])
+    except Exception:
+        return None
+    finally:
+        for h in handles:
+            h.remove()
+    return order
+
+
+def observe_subject(program: Any, target: Target, *, probes: bool = True) -> SubjectObs:
+    """Run the whole plan on `target`; see the module docstring."""
+    plan = program.plan
+    obs = SubjectObs(subject=target.name)
+    live: list[list[Any]] = []
+    for seed in range(plan.calls):
+        call_obs, outs = observe_call(program, target, seed, None)
+        obs.calls.append(call_obs)
+        live.append(outs)
+    for call_obs, outs in zip(obs.calls, live, strict=True):
+        call_obs.outputs_later = [_leaf_out_later(x) for x in outs]
+    del live
+    if probes:
+        obs.mutation_probe = mutation_probe(program, target, plan.calls)
+        if plan.backward:
+            obs.version_probe = version_probe(program, target, plan.calls + 1)
+    if plan.variant is not None:
+        obs.variant, _ = observe_call(program, target, 0, plan.variant)
+    if target.extra is not None:
+        obs.extra = target.extra()
+    torch.set_grad_enabled(True)
+    return obs

@@ -1,0 +1,198 @@
+"""Run one case: a program through eager (twice), torch.compile and the pythonified file, then
+every oracle.
+
+    result = run_case(spec, backend="aot_eager")
+    result.findings, result.status, result.wrapper_paths, result.timings
+
+Status: "ok" (compared; findings may be empty), "discarded" (eager did not reproduce itself),
+or "invalid" (the spec could not be rendered). `unsupported` says why the pythonify file was
+not produced, when it was not; torch.compile is still compared with eager then.
+
+Errors in pyfy-fuzz itself propagate; only the subjects' exceptions become observations.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch._dynamo
+
+import oracles
+from generators import ProgramSpec, materialize
+from oracles import Evidence, Finding
+
+from .fp64 import fp64_fn, to_fp64
+from .observe import SubjectObs, Target, autograd_order, observe_subject
+from .subjects import (
+    BundledPythonify,
+    PythonifyImpl,
+    compile_once,
+    eager_target,
+    pythonified_target,
+    torch_compile_target,
+)
+
+BACKENDS = ("aot_eager", "inductor")
+
+
+@dataclass
+class CaseResult:
+    spec: ProgramSpec
+    status: str  # ok | discarded | invalid
+    findings: list[Finding] = field(default_factory=list)
+    wrapper_paths: list[str] = field(default_factory=list)
+    reason: str | None = None  # why discarded / invalid
+    unsupported: str | None = None  # why no pythonified file
+    excused: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    pythonified_path: Path | None = None
+    evidence: Evidence | None = None
+
+
+def _nondeterminism(a: SubjectObs, b: SubjectObs, backend: str) -> str | None:
+    """Compare two eager runs with the oracles themselves (eager vs eager, exact)."""
+    ev = Evidence(eager=a, compiled=b, pythonified=None, backend="aot_eager")
+    found = [f for f in oracles.check_all(ev) if f.oracle != "seq_nr"]
+    return (
+        found[0].explanation.replace(
+            "torch.compile differs from eager", "eager differs from itself"
+        )
+        if found
+        else None
+    )
+
+
+def _fp64_target(program: Any) -> Target:
+    fn = fp64_fn(program.make_fn())
+
+    def call(*args: Any) -> Any:
+        return fn(*to_fp64(args))
+
+    return Target("eager-fp64", call, fn if isinstance(fn, torch.nn.Module) else None)
+
+
+def run_case(
+    spec: ProgramSpec,
+    *,
+    backend: str = "aot_eager",
+    device: str = "cpu",
+    impl: PythonifyImpl | None = None,
+    workdir: str | os.PathLike[str] | None = None,
+    keep_evidence: bool = False,
+) -> CaseResult:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if device != "cpu":
+        raise NotImplementedError(
+            "the runner builds inputs on the CPU; --device cuda lands with the campaign issue"
+        )
+    impl = impl or BundledPythonify()
+    timings: dict[str, float] = {}
+    t_start = time.perf_counter()
+
+    def lap(key: str, t0: float) -> float:
+        now = time.perf_counter()
+        timings[key] = timings.get(key, 0.0) + now - t0
+        return now
+
+    program = materialize(spec)
+    plan = program.plan
+    t = lap("materialize_s", t_start)
+    torch._dynamo.reset()
+    eager = observe_subject(program, eager_target(program))
+    eager.extra["autograd_order"] = (
+        autograd_order(program, eager_target(program), 0) if plan.backward else None
+    )
+    again = observe_subject(program, eager_target(program))
+    t = lap("eager_s", t)
+    why = _nondeterminism(eager, again, backend)
+    if why is not None:
+        return CaseResult(spec, "discarded", reason=f"nondeterministic: {why}", timings=timings)
+
+    inductor_patch = _inductor_config(backend)
+    with inductor_patch:
+        directory = (
+            Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="pyfy-case-"))
+        )
+        path = directory / "pythonified.py"
+        once = compile_once(program, impl, backend, path)
+        t = lap("compile_s", t)
+        compiled = observe_subject(program, torch_compile_target(once))
+        t = lap("compiled_run_s", t)
+        pythonified: SubjectObs | None = None
+        file_mod = None
+        if once.produced is not None:
+            target, file_mod = pythonified_target(program, once.produced.path)
+            pythonified = observe_subject(program, target)
+        elif once.produce_error is not None and not _same_crash(once, compiled):
+            pythonified = SubjectObs("pythonify", setup_error=once.produce_error)
+        t = lap("pythonified_run_s", t)
+        ref64 = None
+        if backend != "aot_eager":
+            ref64 = observe_subject(program, _fp64_target(program), probes=False)
+        t = lap("eager_s", t)
+    if plan.frontend == "aot":
+        compiled.variant = None  # aot_function has no guards; nothing to recompile
+    produced = once.produced
+    ev = Evidence(
+        eager=eager,
+        compiled=compiled,
+        pythonified=pythonified,
+        backend=backend,
+        device=device,
+        frontend=plan.frontend,
+        mode=plan.mode,
+        wrappers=tuple(produced.wrapper_paths) if produced else (),
+        ref64=ref64,
+        fx_meta=dict(produced.fx_meta) if produced else {},
+        file_seq_nr=getattr(file_mod, "SEQ_NR", None),
+        file_grad_acc=getattr(file_mod, "GRADIENT_ACC_NODES", None),
+    )
+    findings = oracles.check_all(ev)
+    lap("oracles_s", t)
+    timings["total_s"] = time.perf_counter() - t_start
+    unsupported = once.unsupported or (
+        f"compile failed: {once.produce_error.short_type}"
+        if once.produce_error and pythonified is None
+        else None
+    )
+    return CaseResult(
+        spec,
+        "ok",
+        findings=findings,
+        wrapper_paths=list(ev.wrappers),
+        unsupported=unsupported,
+        excused=list(ev.excused),
+        timings=timings,
+        pythonified_path=produced.path if produced else None,
+        evidence=ev if keep_evidence else None,
+    )
+
+
+def _same_crash(once: Any, compiled: SubjectObs) -> bool:
+    """The implementation crashed; did the plain torch.compile crash with the same type?"""
+    err = once.produce_error
+    return any(c.raised is not None and c.raised.type_name == err.type_name for c in compiled.calls)
+
+
+class _NullContext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _inductor_config(backend: str) -> Any:
+    if backend != "inductor":
+        return _NullContext()
+    import torch._inductor.config as iconfig
+
+    # by_design: inductor-rng. Random numbers must match eager's to compare values at all.
+    return iconfig.patch(fallback_random=True)

@@ -1,0 +1,13 @@
+"""Eager: the ground truth. A fresh function/module per observation, called directly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyfy_fuzz.observe import Target
+
+
+def eager_target(program: Any) -> Target:
+    fn = program.make_fn()
+    module = fn if hasattr(fn, "parameters") else None
+    return Target("eager", fn, module)

@@ -1,0 +1,11 @@
+"""torch.compile: the callable from the one compile (or the plain fallback compile)."""
+
+from __future__ import annotations
+
+from pyfy_fuzz.observe import Target
+
+from .compile_once import CompileOnce
+
+
+def torch_compile_target(once: CompileOnce) -> Target:
+    return Target("torch.compile", once.compiled, once.compiled_module)

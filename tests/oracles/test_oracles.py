@@ -1,0 +1,370 @@
+"""Each oracle reports the one planted difference it owns, with the right kind; honest
+subjects give no finding. Planted subjects wrap eager's own function (see helpers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+import oracles
+from generators._spec import CallPlan, ViewStep
+from oracles import Evidence, Finding
+
+from .helpers import evidence, mapped, observe, on_clones, spec
+
+MUT = spec([("add_", ("a0", 1), ()), ("sin", ("a0",), ("v0",))], ["v0"], grad="none")
+GRAD = spec([("sin", ("a0",), ("v0",)), ("mul", ("v0", "a0"), ("v1",))], ["v1"])
+VIEW = spec([("view", ("a0", "slice", 0, 0, 2, 1), ("v0",))], ["v0"], grad="none")
+
+
+def only(found: list[Finding], oracle: str, kind: str) -> Finding:
+    hits = [f for f in found if f.oracle == oracle]
+    assert hits, f"{oracle} did not report: {[f.oracle for f in found]}"
+    assert hits[0].kind == kind, hits[0]
+    return hits[0]
+
+
+@pytest.mark.parametrize("s", [MUT, GRAD, VIEW], ids=["mutation", "grad", "view"])
+def test_honest_subjects_give_no_findings(s):
+    ev = evidence(s, compiled_wrap=lambda fn: fn, pythonified_wrap=lambda fn: fn)
+    assert oracles.check_all(ev) == []
+
+
+def test_outputs_values_exact_under_aot_eager():
+    ev = evidence(GRAD, compiled_wrap=mapped(lambda o: o + 1e-6))
+    f = only(oracles.check_all(ev), "outputs", "compile-divergence")
+    assert "output 0: values differ" in f.explanation and "call 0" in f.explanation
+
+
+def test_outputs_tolerant_backend_accepts_rounding_but_not_errors():
+    near = evidence(GRAD, compiled_wrap=mapped(lambda o: o * (1 + 1e-7)), backend="inductor")
+    assert [f for f in oracles.check_all(near) if f.oracle == "outputs"] == []
+    far = evidence(GRAD, compiled_wrap=mapped(lambda o: o * 1.01), backend="inductor")
+    only(oracles.check_all(far), "outputs", "compile-divergence")
+
+
+def test_outputs_dtype_and_stride():
+    ev = evidence(GRAD, compiled_wrap=mapped(lambda o: o.double()))
+    assert (
+        "dtype torch.float32 vs torch.float64"
+        in only(oracles.check_all(ev), "outputs", "compile-divergence").explanation
+    )
+    s = spec([("mul2", ("a0",), ("v0",))], ["v0"], grad="none", shape=(2, 3))
+    ev = evidence(s, compiled_wrap=mapped(lambda o: o.t().contiguous().t()))
+    assert "stride" in only(oracles.check_all(ev), "outputs", "compile-divergence").explanation
+
+
+def test_dropped_input_mutation():
+    ev = evidence(MUT, compiled_wrap=on_clones)
+    f = only(oracles.check_all(ev), "mutation", "compile-divergence")
+    assert "input a0 after the call: values differ" in f.explanation
+
+
+def test_mutation_compared_for_pythonify_against_torch_compile():
+    ev = evidence(MUT, compiled_wrap=lambda fn: fn, pythonified_wrap=on_clones)
+    found = oracles.check_all(ev)
+    f = only(found, "mutation", "pythonify-divergence")
+    assert f.subject == "pythonify" and "torch.compile" in f.explanation
+
+
+def test_view_returned_as_copy_is_an_aliasing_finding():
+    ev = evidence(VIEW, compiled_wrap=mapped(lambda o: o.clone()))
+    f = only(oracles.check_all(ev), "aliasing", "compile-divergence")
+    assert "shares storage with inputs" in f.explanation
+    # ... and the in-place probe sees that a write no longer reaches the input
+    assert "writing into output 0 changed inputs" in f.explanation or any(
+        "writing into output" in g.explanation
+        for g in oracles.check_all(ev)
+        if g.oracle == "aliasing"
+    )
+
+
+def test_new_aliasing_between_input_and_output():
+    s = spec([("mul2", ("a0",), ("v0",))], ["v0"], grad="none")
+
+    # Returns a view of the input with eager's values: new aliasing (seeds/002).
+    def wrap(fn):
+        def call(a0):
+            out = fn(a0)
+            a0.copy_(out)
+            return a0[:]
+
+        return call
+
+    ev = evidence(s, compiled_wrap=wrap)
+    found = oracles.check_all(ev)
+    assert any(
+        f.oracle == "aliasing" and "shares storage with inputs [] vs ['a0']" in f.explanation
+        for f in found
+    )
+
+
+def test_detached_output_is_an_autograd_finding():
+    ev = evidence(GRAD, compiled_wrap=mapped(lambda o: o.detach()))
+    found = oracles.check_all(ev)
+    f = only(found, "autograd", "compile-divergence")
+    assert "requires_grad True vs False" in f.explanation
+    only(found, "grads", "compile-divergence")
+
+
+class _Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
+        return 2 * g
+
+
+def test_wrong_gradient():
+    ev = evidence(GRAD, compiled_wrap=mapped(lambda o: _Double.apply(o).clone()))
+    f = only(oracles.check_all(ev), "grads", "compile-divergence")
+    assert "grad of a0: values differ" in f.explanation
+
+
+class _SinOnce(torch.autograd.Function):
+    """sin whose backward is right once and zero after: a compiled backward that consumed its
+    saved state on the first run."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        ctx.runs = 0
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        ctx.runs += 1
+        return g * x.cos() if ctx.runs == 1 else torch.zeros_like(g)
+
+
+def test_second_backward_is_compared():
+    s = spec([("sin", ("a0",), ("v0",))], ["v0"], plan=CallPlan(calls=1, second_backward="retain"))
+    ev = evidence(s, compiled_wrap=lambda fn: _SinOnce.apply)
+    found = oracles.check_all(ev)
+    f = only(found, "grads", "compile-divergence")
+    assert "grad after the second backward of a0: values differ" in f.explanation
+    assert "call 0: grad of a0" not in f.explanation
+    assert [g for g in found if g.oracle == "outputs"] == []
+
+
+def test_raising_where_eager_does_not_is_a_crash():
+    def boom(fn):
+        def call(*a):
+            raise IndexError("planted")
+
+        return call
+
+    f = only(oracles.check_all(evidence(GRAD, compiled_wrap=boom)), "exceptions", "crash")
+    assert f.exc_type == "IndexError" and "planted" in f.explanation
+
+
+def test_not_raising_where_eager_does_is_a_divergence():
+    s = spec([("sigmoid", ("a0",), ("v0",)), ("sin_", ("v0",), ())], ["v0"], grad="leaf")
+    # eager: sigmoid saves its output for backward; the in-place sin_ on it makes backward fail
+    _, eager = observe(s, None, "eager")
+    assert eager.calls[0].raised is not None and eager.calls[0].raised.phase == "backward"
+
+    def safe(fn):
+        def call(a0):
+            return a0.sigmoid().sin()
+
+        return call
+
+    f = only(oracles.check_all(evidence(s, compiled_wrap=safe)), "exceptions", "compile-divergence")
+    assert "returned; eager raised RuntimeError" in f.explanation
+
+
+def test_stale_static_output_is_a_cudagraph_finding():
+    s = spec([("mul2", ("a0",), ("v0",))], ["v0"], grad="none", plan=CallPlan(calls=3))
+
+    def static(fn):
+        buf: list[torch.Tensor] = []
+
+        def call(a0):
+            out = fn(a0)
+            if not buf:
+                buf.append(out)
+            else:
+                buf[0].copy_(out)  # a replay writing into the one static output
+            return buf[0]
+
+        return call
+
+    f = only(
+        oracles.check_all(evidence(s, pythonified_wrap=static, compiled_wrap=lambda fn: fn)),
+        "cudagraph",
+        "pythonify-divergence",
+    )
+    assert "output 0 of call 0 changed after later calls" in f.explanation
+
+
+def test_guard_error_is_fine_wrong_result_is_unsound():
+    from pyfy_fuzz.pythonify import PythonifyGuardError
+
+    s = spec(
+        [("mul2", ("a0",), ("v0",))], ["v0"], grad="none", plan=CallPlan(calls=1, variant="shape")
+    )
+
+    def guarded(fn):
+        def call(a0):
+            if a0.shape != (3,):
+                raise PythonifyGuardError("shape")
+            return fn(a0)
+
+        return call
+
+    assert (
+        oracles.check_all(evidence(s, compiled_wrap=lambda fn: fn, pythonified_wrap=guarded)) == []
+    )
+
+    def unguarded(fn):
+        def call(a0):
+            return fn(a0)[:3] if a0.shape[0] > 3 else fn(a0)
+
+        return call
+
+    f = only(
+        oracles.check_all(evidence(s, compiled_wrap=lambda fn: fn, pythonified_wrap=unguarded)),
+        "guards",
+        "guard-unsound",
+    )
+    assert "variant call (shape)" in f.explanation
+
+    def wrong_error(fn):
+        def call(a0):
+            if a0.shape != (3,):
+                raise RuntimeError("size mismatch")
+            return fn(a0)
+
+        return call
+
+    f = only(
+        oracles.check_all(evidence(s, compiled_wrap=lambda fn: fn, pythonified_wrap=wrong_error)),
+        "guards",
+        "guard-unsound",
+    )
+    assert f.exc_type == "RuntimeError" and "expected PythonifyGuardError" in f.explanation
+
+
+def test_by_design_applies_to_torch_compile_only():
+    s = spec(
+        [
+            ("view", ("a0", "slice", 0, 0, 2, 1), ("v0",)),
+            ("mul2", ("v0",), ("v1",)),
+            ("view", ("v1", "slice", 0, 0, 1, 1), ("v2",)),
+        ],
+        ["v2"],
+        grad="none",
+    )
+    ev = evidence(
+        s, compiled_wrap=mapped(lambda o: o.clone()), pythonified_wrap=mapped(lambda o: o.clone())
+    )
+    found = oracles.check_all(ev)
+    # the compiled output lost its intermediate _base: by design; the same copy handed out by
+    # pythonify while torch.compile returns a view would not be (here both copy: no finding).
+    assert [f for f in found if f.oracle == "aliasing"] == []
+    assert "view-of-intermediate" in ev.excused
+    ev2 = evidence(s, compiled_wrap=lambda fn: fn, pythonified_wrap=mapped(lambda o: o.clone()))
+    assert only(oracles.check_all(ev2), "aliasing", "pythonify-divergence")
+
+
+def test_by_design_list_is_documented():
+    text = open("docs/ORACLES.md", encoding="utf-8").read()
+    assert oracles.by_design.as_markdown() in text, (
+        "docs/ORACLES.md: regenerate the by-design table"
+    )
+    for b in oracles.BY_DESIGN:
+        assert b.reason and b.what
+
+
+def test_signature_ignores_explanation_but_not_kind_or_paths():
+    a = Finding("crash", "exceptions", "torch.compile", ("x/y",), "values 1 vs 2", "RuntimeError")
+    b = Finding(
+        "crash", "exceptions", "torch.compile", ("x/y",), "values 3 vs 4 at 0x7f", "RuntimeError"
+    )
+    c = Finding("crash", "exceptions", "torch.compile", ("x/z",), "values 1 vs 2", "RuntimeError")
+    d = Finding("crash", "exceptions", "torch.compile", ("x/y",), "values 1 vs 2", "IndexError")
+    assert a.signature == b.signature
+    assert len({a.signature, c.signature, d.signature}) == 3
+    assert a.signature.startswith("crash.exceptions.") and "/" not in a.signature
+    with pytest.raises(ValueError, match="unknown finding kind"):
+        Finding("oops", "outputs", "torch.compile", (), "")
+
+
+def test_seq_nr_tables_and_invariants():
+    from pyfy_fuzz.pythonify.graph_render import FxNodeMeta as N
+
+    fw = (
+        N("mul", "aten.mul.Tensor", 10, False, False),
+        N("sin", "aten.sin.default", 11, False, False),
+    )
+    bw = (
+        N("cos", "aten.cos.default", 11, False, True),
+        N("mul_1", "aten.mul.Tensor", 10, False, True),
+        N("add", "aten.add.Tensor", 10, True, True),
+    )
+    s = spec([("sin", ("a0",), ("v0",))], ["v0"])
+    ev = evidence(s, compiled_wrap=lambda fn: fn, pythonified_wrap=lambda fn: fn)
+    ev.fx_meta = {"forward": fw, "backward": bw}
+    ev.eager.extra["autograd_order"] = [("SinBackward0", 5), ("MulBackward0", 4)]
+    ev.file_seq_nr = {
+        "forward": {"mul": 10, "sin": 11},
+        "backward": {"cos": 11, "mul_1": 10, "add": 10},
+    }
+    ev.file_grad_acc = {"backward": ["add"]}
+    assert [f for f in oracles.check_all(ev) if f.oracle == "seq_nr"] == []
+    ev.file_seq_nr["backward"]["cos"] = 12
+    f = only(oracles.check_all(ev), "seq_nr", "pythonify-divergence")
+    assert "node cos has seq_nr 12 in the file, 11 in torch's graph" in f.explanation
+    ev.file_seq_nr["backward"]["cos"] = 11
+    ev.fx_meta["backward"] = (*bw, N("neg", "aten.neg.default", 99, False, True))
+    f = only(oracles.check_all(ev), "seq_nr", "compile-divergence")
+    assert "name no forward node" in f.explanation and "neg" in f.explanation
+    ev.fx_meta["backward"] = bw
+    ev.eager.extra["autograd_order"] = [("MulBackward0", 5), ("SinBackward0", 4)]
+    f = only(oracles.check_all(ev), "seq_nr", "compile-divergence")
+    assert "maps to forward ['mul']; eager's 0-th backward node is SinBackward0" in f.explanation
+    ev.eager.extra["autograd_order"] = [("CopySlices", 5), ("SinBackward0", 4)]  # not comparable
+    assert [f for f in oracles.check_all(ev) if f.oracle == "seq_nr"] == []
+
+
+def test_version_probe():
+    # eager's sin saves its input: bumping the input's version makes backward refuse.
+    s = spec([("sin", ("a0",), ("v0",))], ["v0"], grad="nonleaf")
+    _, eager = observe(s, None, "eager")
+    assert eager.version_probe is not None and eager.version_probe != "ok"
+
+    def saves_copy(fn):
+        def call(a0):
+            return a0.clone().sin()  # saves a copy: the bump goes unnoticed
+
+        return call
+
+    f = only(
+        oracles.check_all(evidence(s, compiled_wrap=saves_copy)), "mutation", "compile-divergence"
+    )
+    assert "version counters" in f.explanation
+
+
+def test_views_in_spec_are_compared_with_their_base():
+    s = spec(
+        [("add_", ("a0", 1), ()), ("mul2", ("a0",), ("v0",))],
+        ["v0"],
+        grad="none",
+        views=(ViewStep("slice", (0, 0, 2, 1)),),
+        shape=(4,),
+    )
+    ev = evidence(s, compiled_wrap=on_clones)
+    f = only(oracles.check_all(ev), "mutation", "compile-divergence")
+    assert "a0._base" in f.explanation
+
+
+def test_unknown_by_design_id_is_an_error():
+    ev = Evidence(eager=None, compiled=None, pythonified=None)  # type: ignore[arg-type]
+    with pytest.raises(KeyError):
+        oracles.by_design.excuse(ev, "nope")

@@ -1,0 +1,140 @@
+"""run_case end to end: real eager, torch.compile and pythonify on small programs, with planted
+bugs in the pythonify implementation (the file) and one real torch bug."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from generators._spec import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt, ViewStep
+from pyfy_fuzz.observe import Target, observe_subject
+from pyfy_fuzz.pythonify import PythonifyUnsupported
+from pyfy_fuzz.runner import _nondeterminism, run_case
+from pyfy_fuzz.subjects import BundledPythonify, Produced
+
+from .oracles.helpers import spec
+
+MUT = spec([("add_", ("a0", 1), ()), ("sin", ("a0",), ("v0",))], ["v0"], grad="none")
+TRAIN = spec(
+    [("sin", ("a0",), ("v0",)), ("mul", ("v0", "a0"), ("v1",))],
+    ["v1"],
+    plan=CallPlan(calls=2, variant="shape"),
+)
+
+
+def test_clean_program_has_no_findings_and_compiles_once():
+    torch._dynamo.utils.counters.clear()
+    r = run_case(MUT)
+    assert r.status == "ok" and r.findings == [] and r.unsupported is None
+    assert "runtime/input_mutation/data" in r.wrapper_paths
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
+    assert set(r.timings) >= {"materialize_s", "eager_s", "compile_s", "oracles_s", "total_s"}
+
+
+def test_training_program_with_guard_variant_is_clean():
+    r = run_case(TRAIN)
+    assert r.status == "ok" and r.findings == [], [f.explanation for f in r.findings]
+    assert "autograd/training" in r.wrapper_paths
+
+
+class _Plant(BundledPythonify):
+    """The bundled generator with a bug appended to the file it writes."""
+
+    def __init__(self, patch: str) -> None:
+        super().__init__()
+        self.patch = patch
+
+    def produce(self, fn: Any, args: Any, path: Path, **kw: Any) -> Produced:
+        out = super().produce(fn, args, path, **kw)
+        out.path.write_text(out.path.read_text() + "\n" + self.patch)
+        return out
+
+
+def test_planted_generator_bug_is_a_pythonify_divergence():
+    patch = "_call = call\ndef call(*args):\n    out = _call(*args)\n    return out * 2\n"
+    r = run_case(MUT, impl=_Plant(patch))
+    kinds = {(f.kind, f.oracle, f.subject) for f in r.findings}
+    assert ("pythonify-divergence", "outputs", "pythonify") in kinds, kinds
+    assert not any(f.subject == "torch.compile" for f in r.findings)
+
+
+def test_planted_missing_guard_is_guard_unsound():
+    patch = "def _check_guards(*args, **kwargs):\n    return None\n"
+    r = run_case(TRAIN, impl=_Plant(patch))
+    found = [f for f in r.findings if f.kind == "guard-unsound"]
+    assert found and found[0].oracle == "guards", [f.explanation for f in r.findings]
+
+
+class _Declines(BundledPythonify):
+    def produce(self, *a: Any, **kw: Any) -> Produced:
+        raise PythonifyUnsupported("planted", "test")
+
+
+class _Crashes(BundledPythonify):
+    def produce(self, *a: Any, **kw: Any) -> Produced:
+        raise ZeroDivisionError("planted crash in the generator")
+
+
+def test_unsupported_still_compares_torch_compile():
+    r = run_case(MUT, impl=_Declines())
+    assert r.status == "ok" and r.findings == [] and "planted" in (r.unsupported or "")
+
+
+def test_implementation_crash_is_a_pythonify_crash():
+    r = run_case(MUT, impl=_Crashes())
+    (f,) = r.findings
+    assert (f.kind, f.subject, f.exc_type) == ("crash", "pythonify", "ZeroDivisionError")
+
+
+def test_torch_aliasing_guard_bug_is_found():
+    """torch 2.13: Dynamo does not guard on storage shared through set_; a second call with
+    unaliased inputs reuses the synthetic-base graph and returns the stale value."""
+    s = ProgramSpec(
+        family="synthetic_base",
+        roots=(RootSpec((4, 3)),),
+        inputs=(
+            InputSpec("root"),
+            InputSpec("set_shared", views=(ViewStep("as_strided", ((1,), (1,), 10)),)),
+        ),
+        body=(Stmt("mul_", ("a0", 2)), Stmt("neg", ("a1",), ("v0",))),
+        outputs=(OutSpec("ref", "v0"),),
+        plan=CallPlan(calls=1, variant="aliasing", backward=False),
+    )
+    r = run_case(s)
+    kinds = {(f.kind, f.oracle) for f in r.findings}
+    if ("compile-divergence", "guards") not in kinds:
+        pytest.skip(f"this torch ({torch.__version__}) guards set_-shared storage: {kinds}")
+    assert "variant call (aliasing)" in next(
+        f.explanation for f in r.findings if f.oracle == "guards"
+    )
+
+
+def test_nondeterministic_eager_is_discarded():
+    from generators import materialize
+
+    program = materialize(MUT)
+    count = iter(range(100))
+
+    def drifting(a0: torch.Tensor) -> torch.Tensor:
+        return a0 + next(count)
+
+    a = observe_subject(program, Target("eager", drifting))
+    b = observe_subject(program, Target("eager", drifting))
+    assert _nondeterminism(a, b, "aot_eager") is not None
+    fn = program.make_fn()
+    assert (
+        _nondeterminism(
+            observe_subject(program, Target("eager", fn)),
+            observe_subject(program, Target("eager", fn)),
+            "aot_eager",
+        )
+        is None
+    )
+
+
+def test_bad_backend_is_rejected():
+    with pytest.raises(ValueError, match="backend must be one of"):
+        run_case(MUT, backend="nope")
