@@ -1,0 +1,40 @@
+"""clone_preserving_aliasing: copies keep values, aliasing and autograd role, and a copy can be
+mutated and back-propagated through like the original."""
+
+from __future__ import annotations
+
+import torch
+
+from pyfy_fuzz.pythonify.inputs import clone_preserving_aliasing
+
+
+def test_nonleaf_copy_can_be_mutated_before_backward():
+    """Capture runs programs that mutate their (copied) non-leaf inputs and then backward:
+    the copy's own history must not make that fail where the original would not."""
+    leaf = torch.randn(4, requires_grad=True)
+    x = leaf.clone()
+    (c,) = clone_preserving_aliasing((x,))
+    assert c.grad_fn is not None and not c.is_leaf and torch.equal(c, x)
+    c.mul_(2)
+    c.sin_()
+    c.sum().backward()
+    x.mul_(2)
+    x.sin_()
+    x.sum().backward()
+
+
+def test_signed_zeros_and_nan_survive_the_copy():
+    x = torch.tensor([-0.0, 0.0, float("nan")], requires_grad=True).clone()
+    (c,) = clone_preserving_aliasing((x,))
+    assert torch.equal(torch.signbit(c), torch.signbit(x))
+    assert c[2].isnan()
+
+
+def test_aliasing_is_kept():
+    base = torch.randn(4, 3)
+    a, b = base, base[1:3]
+    shared = torch.empty(0).set_(base.untyped_storage(), 2, (2,), (1,))
+    ca, cb, cs, cd = clone_preserving_aliasing((a, b, shared, a))
+    assert cd is ca and cb._base is ca
+    assert cs.untyped_storage().data_ptr() == ca.untyped_storage().data_ptr()
+    assert ca.untyped_storage().data_ptr() != base.untyped_storage().data_ptr()
