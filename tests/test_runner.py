@@ -138,4 +138,3 @@ def test_nondeterministic_eager_is_discarded():
 def test_bad_backend_is_rejected():
     with pytest.raises(ValueError, match="backend must be one of"):
         run_case(MUT, backend="nope")
-
