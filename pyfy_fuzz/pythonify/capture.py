@@ -379,6 +379,7 @@ def capture(
         force_non_lazy_backward_lowering=True, enable_autograd_cache=False
     )
     module_state = _save_module_state(fn) if isinstance(fn, torch.nn.Module) else []
+    hooks_before = _hook_counts(fn)
     try:
         with rec.hooks(), fconfig.patch(**patches), _inductor_cache_off(backend):
             if frontend == "dynamo":
@@ -397,6 +398,7 @@ def capture(
         torch.random.set_rng_state(rng)
         torch.set_grad_enabled(grad_enabled)
         _restore_module_state(module_state)
+    _refuse_input_hooks(arg_names, copies, fn, hooks_before)
     cap = Capture(
         backend=backend,
         frontend=frontend,
@@ -420,6 +422,33 @@ def capture(
         raise PythonifyUnsupported("a program without a compiled graph", "nothing was compiled")
     cap.static_input_indices = rec.wrappers["RuntimeWrapper"]["static_input_indices"]
     return cap
+
+
+def _hook_counts(fn: Any) -> dict[int, int]:
+    if not isinstance(fn, torch.nn.Module):
+        return {}
+    return {id(p): len(getattr(p, "_backward_hooks", None) or {}) for p in fn.parameters()}
+
+
+def _refuse_input_hooks(
+    arg_names: list[str], copies: tuple[Any, ...], fn: Any, hooks_before: dict[int, int]
+) -> None:
+    """A hook the function registers on an input or parameter (`x.register_hook(h)`) is a side
+    effect Dynamo replays after the graph; the file does not model it, and dropping it would
+    change gradients silently (found by the grads oracle), so refuse."""
+    named = [(n, t) for n, t in zip(arg_names, copies, strict=True)]
+    if isinstance(fn, torch.nn.Module):
+        named += [
+            (f"self.{n}", p)
+            for n, p in fn.named_parameters()
+            if len(getattr(p, "_backward_hooks", None) or {}) > hooks_before.get(id(p), 0)
+        ]
+    for name, t in named:
+        for leaf in pytree.tree_leaves(t):
+            if isinstance(leaf, torch.Tensor) and getattr(leaf, "_backward_hooks", None):
+                raise PythonifyUnsupported(
+                    "a tensor hook registered on an input (register_hook)", name
+                )
 
 
 def _save_module_state(m: torch.nn.Module) -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -38,3 +38,21 @@ def test_aliasing_is_kept():
     assert cd is ca and cb._base is ca
     assert cs.untyped_storage().data_ptr() == ca.untyped_storage().data_ptr()
     assert ca.untyped_storage().data_ptr() != base.untyped_storage().data_ptr()
+
+
+def test_hook_registered_on_an_input_is_refused(tmp_path):
+    """Found by the grads oracle: the file dropped `x.register_hook(h)` (a side effect Dynamo
+    replays after the graph), so gradients silently lost the hook's effect."""
+    import pytest
+
+    from pyfy_fuzz.pythonify import PythonifyUnsupported, pythonify
+
+    def double(g: torch.Tensor) -> torch.Tensor:
+        return g * 2
+
+    def f(a0: torch.Tensor) -> torch.Tensor:
+        a0.register_hook(double)
+        return a0.sin()
+
+    with pytest.raises(PythonifyUnsupported, match="register_hook"):
+        pythonify(f, (torch.randn(3, requires_grad=True),), tmp_path / "p.py")
