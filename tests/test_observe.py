@@ -1,0 +1,80 @@
+"""Observations: what is recorded about a call, an exception, aliasing and the probes."""
+
+from __future__ import annotations
+
+import torch
+
+from pyfy_fuzz.observe import ExcObs, Target, _aliasing, named_inputs, observe_subject
+
+from .oracles.helpers import spec
+
+
+def test_exception_records_type_names_and_unwraps_dynamo():
+    class TorchRuntimeError(RuntimeError):  # the name is what unwrap looks at
+        pass
+
+    try:
+        try:
+            raise IndexError("user error")
+        except IndexError as inner:
+            raise TorchRuntimeError("wrapped") from inner
+    except TorchRuntimeError as exc:
+        e = ExcObs.of(exc, "call")
+    assert e.short_type == "IndexError" and e.message == "user error" and e.phase == "call"
+    assert e.is_a(ExcObs.of(LookupError("x"), "call"))
+    assert not ExcObs.of(LookupError("x"), "call").is_a(e)
+
+
+def test_backend_compiler_failed_names_the_inner_type():
+    class BackendCompilerFailed(RuntimeError):  # torch's constructor differs across releases
+        def __init__(self, inner: BaseException) -> None:
+            super().__init__("backend='aot_eager' raised:")
+            self.inner_exception = inner
+
+    exc = BackendCompilerFailed(AssertionError("boom"))
+    e = ExcObs.of(exc, "call")
+    assert e.short_type == "BackendCompilerFailed(AssertionError)"
+    assert e.message.startswith("AssertionError: boom")
+    assert e.is_a(ExcObs.of(exc, "call"))
+
+
+def test_named_inputs_cover_bases_and_module_state():
+    base = torch.randn(4)
+    view = base[1:3]
+    m = torch.nn.BatchNorm1d(2)
+    names = [n for n, _ in named_inputs((base, view, 3), m)]
+    assert names[:3] == ["a0", "a1", "a1._base"]
+    assert "self.weight" in names and "self.running_mean" in names
+
+
+def test_aliasing_facts():
+    x = torch.randn(4)
+    y = torch.randn(4)
+    shared = torch.empty(0).set_(x.untyped_storage(), 1, (2,), (1,))
+    outs = [x, x[1:], y.clone(), shared]
+    facts = _aliasing(outs, named_inputs((x, y), None))
+    assert facts[0].is_input == ("a0",) and facts[0].base == "none"
+    assert facts[1].base == "input:a0" and facts[1].shares_storage_with_inputs == ("a0",)
+    assert facts[2].shares_storage_with_inputs == () and facts[2].shares_storage_with_outputs == ()
+    assert facts[3].base == "none" and facts[3].shares_storage_with_outputs == (0, 1)
+
+
+def test_probes_see_writes_through_views_and_saved_tensors():
+    from generators import materialize
+
+    s = spec(
+        [("view", ("a0", "slice", 0, 0, 2, 1), ("v0",)), ("sin", ("v0",), ("v1",))],
+        ["v0", "v1"],
+        grad="nonleaf",
+        shape=(4,),
+    )
+    program = materialize(s)
+    obs = observe_subject(program, Target("eager", program.make_fn()))
+    probe = obs.mutation_probe
+    assert isinstance(probe, list) and len(probe) == 2
+    # a write into the view output reaches the argument (and, through it, nothing else)
+    assert probe[0].raised is None and "a0" in probe[0].changed_inputs
+    # sin saved its input (a view of a0): bumping a0's version makes backward refuse
+    assert isinstance(obs.version_probe, ExcObs)
+    later = obs.calls[0].outputs_later
+    assert later is not None and len(later) == 2
