@@ -4,6 +4,7 @@ differences becomes one Finding."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from pyfy_fuzz.observe import CallObs
 
@@ -72,3 +73,18 @@ def per_call(ev: Evidence, oracle: str, diff: Diff) -> list[Finding]:
         if diffs:
             out.append(finding(ev, oracle, subject, diffs))
     return out
+
+
+def merge(found: list[Finding]) -> list[Finding]:
+    """One finding per (kind, subject, exception type) of an oracle: a per-call difference
+    and a probe difference of one pair are one report, not two with the same signature."""
+    merged: dict[tuple[str, str, str | None], Finding] = {}
+    for f in found:
+        key = (f.kind, f.subject, f.exc_type)
+        if key in merged:
+            first = merged[key]
+            extra = f.explanation.split(":\n", 1)[-1]
+            merged[key] = replace(first, explanation=first.explanation + "\n" + extra)
+        else:
+            merged[key] = f
+    return list(merged.values())

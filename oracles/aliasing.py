@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pyfy_fuzz.observe import ProbeObs
 
-from ._base import finding, per_call
+from ._base import finding, merge, per_call
 from ._calls import diff_aliasing
 from .evidence import Evidence
 from .finding import Finding
@@ -40,4 +40,4 @@ def check(ev: Evidence) -> list[Finding]:
             diffs = probe_diffs(ref.mutation_probe, got.mutation_probe)
             if diffs:
                 out.append(finding(ev, NAME, subject, diffs))
-    return out
+    return merge(out)

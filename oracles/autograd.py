@@ -4,7 +4,7 @@ in-place probe: the same outputs must be refused, with the same error type)."""
 
 from __future__ import annotations
 
-from ._base import finding, per_call
+from ._base import finding, merge, per_call
 from ._calls import diff_autograd, raised_differently
 from .evidence import Evidence
 from .finding import Finding
@@ -27,4 +27,4 @@ def check(ev: Evidence) -> list[Finding]:
         ]
         if diffs:
             out.append(finding(ev, NAME, subject, diffs))
-    return out
+    return merge(out)

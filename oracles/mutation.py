@@ -5,7 +5,7 @@ in none (a tensor saved for backward that was modified in place)."""
 
 from __future__ import annotations
 
-from ._base import finding, per_call
+from ._base import finding, merge, per_call
 from ._calls import diff_inputs
 from .evidence import Evidence
 from .finding import Finding
@@ -37,4 +37,4 @@ def check(ev: Evidence) -> list[Finding]:
                     ],
                 )
             )
-    return out
+    return merge(out)

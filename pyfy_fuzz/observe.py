@@ -161,6 +161,12 @@ def tensor_obs(t: torch.Tensor, values: bool = True) -> TensorObs:
     plain = not sub and type(t) in (torch.Tensor, torch.nn.Parameter)
     with torch.no_grad():
         vals = t.detach().clone() if (values and not sub) else None
+    try:
+        is_leaf, grad_fn = t.is_leaf, t.grad_fn
+    except RuntimeError as exc:
+        # A no_grad view whose base was later mutated with grad on: autograd refuses to say
+        # (eager and compiled alike); record the refusal as the fact.
+        is_leaf, grad_fn = False, f"<refused: {type(exc).__name__}>"
     return TensorObs(
         type_name="torch.Tensor" if plain else _type_name(t),
         dtype=str(t.dtype),
@@ -170,8 +176,8 @@ def tensor_obs(t: torch.Tensor, values: bool = True) -> TensorObs:
         values=vals,
         inner=inner,
         requires_grad=t.requires_grad,
-        is_leaf=t.is_leaf,
-        grad_fn=None if t.grad_fn is None else type(t.grad_fn).__name__,
+        is_leaf=is_leaf,
+        grad_fn=grad_fn if grad_fn is None or isinstance(grad_fn, str) else type(grad_fn).__name__,
         is_inference=t.is_inference(),
     )
 
@@ -331,7 +337,7 @@ def _mutate(o: torch.Tensor) -> None:
 
 
 def _values_now(ts: list[torch.Tensor]) -> list[list[torch.Tensor]]:
-    return [tensor_obs(t).plain_values() for t in ts]
+    return [tensor_obs(t).plain_values() for t in ts]  # values only; autograd facts not read
 
 
 def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
@@ -431,7 +437,10 @@ def autograd_order(program: Any, target: Target, seed: int) -> list[tuple[str, i
         return None
     order: list[tuple[str, int]] = []
     seen: set[int] = set()
-    stack: list[Any] = [o.grad_fn for o in diff if o.grad_fn is not None]
+    try:
+        stack: list[Any] = [o.grad_fn for o in diff if o.grad_fn is not None]
+    except RuntimeError:  # autograd refuses to build the graph (view + in-place): no order
+        return None
     handles = []
     while stack:
         node = stack.pop()
