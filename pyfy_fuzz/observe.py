@@ -161,6 +161,7 @@ def tensor_obs(t: torch.Tensor, values: bool = True) -> TensorObs:
     plain = not sub and type(t) in (torch.Tensor, torch.nn.Parameter)
     with torch.no_grad():
         vals = t.detach().clone() if (values and not sub) else None
+    grad_fn: Any
     try:
         is_leaf, grad_fn = t.is_leaf, t.grad_fn
     except RuntimeError as exc:
