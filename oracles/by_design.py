@@ -3,7 +3,8 @@
 Each entry says what differs and why it is not a bug. An oracle that meets the difference case
 by case calls `excuse(evidence, entry_id)`, which records that it applied (counted per case, so
 a report can show how often each excuse was used); the structural entries (version-counter-
-amount, size-one-stride, dynamo-wrapped-exception, inductor-rng) are kept by what is compared
+amount, size-one-stride, dynamo-wrapped-exception, inductor-rng, donated-buffer-retain-graph)
+are kept by what is compared
 or configured and are listed here so that every excuse lives in one place. The list is short
 on purpose: an entry must name one documented behaviour of torch.compile, and never covers
 pythonify, which must match torch.compile exactly.
@@ -51,6 +52,17 @@ BY_DESIGN: tuple[ByDesign, ...] = (
         "checks exactly that. _version is never recorded.",
     ),
     ByDesign(
+        "partitioner-saved-tensors",
+        "mutation",
+        "after the arguments' version counters are bumped (values unchanged), backward raises "
+        "in one of eager / torch.compile and runs in the other",
+        "the partitioner chooses what the compiled backward saves (often the inputs, recomputing "
+        "intermediates, or the reverse), so which arguments backward depends on differs from "
+        "eager's choice. A mutation inside the program of a tensor eager saved still makes "
+        "eager's backward raise and is compared by the exceptions oracle; the version probe "
+        "stays strict between pythonify and torch.compile, which share the graphs.",
+    ),
+    ByDesign(
         "inductor-rng",
         "outputs",
         "random numbers under inductor differ from eager's",
@@ -84,6 +96,15 @@ BY_DESIGN: tuple[ByDesign, ...] = (
         "function that returns a tuple gives a list",
         "aot_function returns its flat outputs as a list (torch 2.13); the leaves are still "
         "compared one by one. torch.compile (Dynamo) keeps the tuple and is compared strictly.",
+    ),
+    ByDesign(
+        "donated-buffer-retain-graph",
+        "exceptions",
+        "a backward with retain_graph=True raises 'compiled with non-empty donated buffers'",
+        "donated buffers (torch._functorch.config.donated_buffer) let the compiled backward "
+        "reuse saved tensors' memory, and torch refuses retain_graph with a message saying so; "
+        "the runner turns donation off for plans with a retained second backward, so the "
+        "gradients are still compared.",
     ),
     ByDesign(
         "cudagraph-overwritten-output",

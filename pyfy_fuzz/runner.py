@@ -115,8 +115,7 @@ def run_case(
     if why is not None:
         return CaseResult(spec, "discarded", reason=f"nondeterministic: {why}", timings=timings)
 
-    inductor_patch = _inductor_config(backend)
-    with inductor_patch:
+    with _inductor_config(backend), _functorch_config(plan):
         directory = (
             Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="pyfy-case-"))
         )
@@ -187,6 +186,15 @@ class _NullContext:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def _functorch_config(plan: Any) -> Any:
+    import torch._functorch.config as fconfig
+
+    # by_design: donated-buffer-retain-graph. A retained second backward is part of the plan.
+    if plan.second_backward == "retain" and hasattr(fconfig, "donated_buffer"):
+        return fconfig.patch(donated_buffer=False)
+    return _NullContext()
 
 
 def _inductor_config(backend: str) -> Any:

@@ -138,3 +138,15 @@ def test_nondeterministic_eager_is_discarded():
 def test_bad_backend_is_rejected():
     with pytest.raises(ValueError, match="backend must be one of"):
         run_case(MUT, backend="nope")
+
+
+def test_retained_second_backward_is_compared_not_refused():
+    """by_design: donated-buffer-retain-graph -- donation off for a retained second backward."""
+    s = spec(
+        [("mul2", ("a0",), ("v0",)), ("sin", ("v0",), ("v1",))],
+        ["v1"],
+        plan=CallPlan(calls=1, second_backward="retain"),
+    )
+    r = run_case(s, keep_evidence=True)
+    assert r.findings == [], [f.explanation for f in r.findings]
+    assert r.evidence is not None and isinstance(r.evidence.compiled.calls[0].second, list)

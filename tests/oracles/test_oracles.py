@@ -342,9 +342,13 @@ def test_version_probe():
 
         return call
 
-    f = only(
-        oracles.check_all(evidence(s, compiled_wrap=saves_copy)), "mutation", "compile-divergence"
-    )
+    # torch.compile vs eager: which tensors are saved is the partitioner's choice (by design)
+    ev = evidence(s, compiled_wrap=saves_copy)
+    assert [f for f in oracles.check_all(ev) if f.oracle == "mutation"] == []
+    assert "partitioner-saved-tensors" in ev.excused
+    # pythonify vs torch.compile: same graphs, so the same refusals
+    ev = evidence(s, compiled_wrap=lambda fn: fn, pythonified_wrap=saves_copy)
+    f = only(oracles.check_all(ev), "mutation", "pythonify-divergence")
     assert "version counters" in f.explanation
 
 
