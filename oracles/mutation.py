@@ -7,8 +7,8 @@ partitioner's choice of saved tensors differs by design (by_design: partitioner-
 from __future__ import annotations
 
 from ._base import finding, merge, per_call
-from .by_design import excuse
 from ._calls import diff_inputs
+from .by_design import excuse
 from .evidence import Evidence
 from .finding import Finding
 
