@@ -366,6 +366,8 @@ def capture(
     if mode not in (None, "default", "reduce-overhead"):
         raise ValueError(f"mode must be None, 'default' or 'reduce-overhead', got {mode!r}")
     is_module = isinstance(fn, torch.nn.Module)
+    if is_module:
+        _refuse_backward_module_hooks(fn)
     arg_names = _bind_names(fn, is_module)
     if len(args) != len(arg_names):
         raise ValueError(f"fn takes {len(arg_names)} arguments ({arg_names}), got {len(args)}")
@@ -422,6 +424,15 @@ def capture(
         raise PythonifyUnsupported("a program without a compiled graph", "nothing was compiled")
     cap.static_input_indices = rec.wrappers["RuntimeWrapper"]["static_input_indices"]
     return cap
+
+
+def _refuse_backward_module_hooks(m: torch.nn.Module) -> None:
+    """Full backward hooks wrap the module's inputs and outputs in BackwardHookFunction views
+    outside the graph; the file does not replay that wrapping (an output returned as the input
+    itself, where torch.compile returns a view of it, was found by the aliasing oracle)."""
+    for name, sub in m.named_modules():
+        if sub._backward_hooks or sub._backward_pre_hooks:
+            raise PythonifyUnsupported("nn.Module full backward hooks", name or type(m).__name__)
 
 
 def _hook_counts(fn: Any) -> dict[int, int]:

@@ -142,6 +142,7 @@ def _view_replay_fn(name: str, ops: tuple[ViewOp, ...]) -> str:
     lines = [f"def {name}(base):", "    v = base"]
     for op in ops:
         args = "".join(", " + _literal(a) for a in op.args)
+        args += "".join(f", {k}={_literal(a)}" for k, a in op.kwargs)
         call = f"{op.op}(v{args})"
         if op.out_index is not None:
             call += f"[{op.out_index}]"

@@ -23,7 +23,9 @@ class _Copier:
 
     def storage(self, t: torch.Tensor) -> torch.UntypedStorage:
         st = t.untyped_storage()
-        key = (st.data_ptr(), str(st.device))
+        # The StorageImpl's identity, not data_ptr: every empty storage has data_ptr 0, and
+        # keying on it made unrelated zero-size inputs share one copied storage.
+        key = (st._cdata, str(st.device))
         if key not in self.storages:
             with torch.no_grad():
                 self.storages[key] = st.clone()

@@ -87,6 +87,7 @@ class ViewOp:
     op: str  # python expression of the overload, e.g. "torch.ops.aten.slice.Tensor"
     args: tuple[Any, ...]  # positional args after the base
     out_index: int | None = None  # for multi-output views (split, unbind)
+    kwargs: tuple[tuple[str, Any], ...] = ()  # keyword-only schema args (expand's implicit)
 
 
 @dataclass(frozen=True)

@@ -92,10 +92,15 @@ def view_ops(seq: Any) -> tuple[ViewOp, ...] | None:
         if len(args) > schema_args:
             return None
         try:
-            plain = tuple(_plain_arg(a) for a in args)
+            plain = [_plain_arg(a) for a in args]
         except _Symbolic:
             return None
-        out.append(ViewOp(op=_op_expr(op), args=plain, out_index=out_index))
+        schema = op._schema.arguments[1:]
+        positional = [a for a, s in zip(plain, schema, strict=False) if not s.kwarg_only]
+        keyword = tuple((s.name, a) for a, s in zip(plain, schema, strict=False) if s.kwarg_only)
+        out.append(
+            ViewOp(op=_op_expr(op), args=tuple(positional), out_index=out_index, kwargs=keyword)
+        )
     return tuple(out)
 
 

@@ -1,5 +1,5 @@
-"""clone_preserving_aliasing: copies keep values, aliasing and autograd role, and a copy can be
-mutated and back-propagated through like the original."""
+"""Capture regressions, most found by the oracles: input copies that keep values, aliasing and
+a usable history; programs the file cannot model are refused rather than silently changed."""
 
 from __future__ import annotations
 
@@ -56,3 +56,29 @@ def test_hook_registered_on_an_input_is_refused(tmp_path):
 
     with pytest.raises(PythonifyUnsupported, match="register_hook"):
         pythonify(f, (torch.randn(3, requires_grad=True),), tmp_path / "p.py")
+
+
+def test_unrelated_empty_tensors_stay_unrelated():
+    """Found by the exceptions oracle: copies keyed storages by data_ptr (0 for every empty
+    storage), so two unrelated zero-size inputs came out sharing a storage, and the file's
+    aliasing guard then refused every real call."""
+    a, b = torch.randn(1, 0), torch.randn(0, 3, dtype=torch.float64)
+    ca, cb = clone_preserving_aliasing((a, b))
+    assert ca.untyped_storage()._cdata != cb.untyped_storage()._cdata
+
+
+def test_module_full_backward_hook_is_refused(tmp_path):
+    """Found by the aliasing oracle: with a full backward hook, torch.compile returns a
+    BackwardHookFunction view of an input the module returns; the file returned the input."""
+    import pytest
+
+    from pyfy_fuzz.pythonify import PythonifyUnsupported, pythonify
+
+    class M(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x
+
+    m = M()
+    m.register_full_backward_hook(lambda mod, gi, go: None)
+    with pytest.raises(PythonifyUnsupported, match="full backward hooks"):
+        pythonify(m, (torch.randn(3),), tmp_path / "p.py")
