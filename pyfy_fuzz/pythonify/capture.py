@@ -366,7 +366,7 @@ def capture(
     if mode not in (None, "default", "reduce-overhead"):
         raise ValueError(f"mode must be None, 'default' or 'reduce-overhead', got {mode!r}")
     is_module = isinstance(fn, torch.nn.Module)
-    if is_module:
+    if isinstance(fn, torch.nn.Module):
         _refuse_backward_module_hooks(fn)
     arg_names = _bind_names(fn, is_module)
     if len(args) != len(arg_names):
