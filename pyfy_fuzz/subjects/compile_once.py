@@ -43,16 +43,20 @@ def plain_compile(fn: Any, backend: str, plan: Any) -> Any:
         if backend != "aot_eager":
             raise NotImplementedError("the AOT front-end is only compiled with aot_eager")
 
+        compiled_by_spec: dict[Any, Any] = {}
+
         def flat_call(*args: Any) -> Any:
             leaves, spec = pytree.tree_flatten(args)
-            compiled = aot_function(
-                lambda *ls: fn(*pytree.tree_unflatten(list(ls), spec)),
-                fw_compiler=nop,
-                bw_compiler=nop,
-                partition_fn=min_cut_rematerialization_partition,
-                keep_inference_input_mutations=True,
-            )
-            return compiled(*leaves)
+            key = str(spec)
+            if key not in compiled_by_spec:  # one compile per argument structure, as a user would
+                compiled_by_spec[key] = aot_function(
+                    lambda *ls: fn(*pytree.tree_unflatten(list(ls), spec)),
+                    fw_compiler=nop,
+                    bw_compiler=nop,
+                    partition_fn=min_cut_rematerialization_partition,
+                    keep_inference_input_mutations=True,
+                )
+            return compiled_by_spec[key](*leaves)
 
         return flat_call
     return torch.compile(fn, backend=backend, dynamic=plan.dynamic)
