@@ -25,6 +25,14 @@ def _diffs(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
     return out
 
 
+def _agrees_with_compile(ev: Evidence, c: CallObs | None, p: CallObs) -> bool:
+    """Whether the file's variant call did exactly what torch.compile's did (then any
+    difference from eager is torch.compile's, already a compile-divergence)."""
+    if c is None or c.raised is not None or ev.compiled.setup_error is not None:
+        return False
+    return not _diffs(c, p, PairContext(ev, "pythonify", True))
+
+
 def check(ev: Evidence) -> list[Finding]:
     e = ev.eager.variant
     if e is None or (e.raised is not None and e.raised.phase == "inputs"):
@@ -83,6 +91,8 @@ def check(ev: Evidence) -> list[Finding]:
             f"variant call ({e.variant}) accepted by the file's guards: {d}"
             for d in _diffs(e, p, PairContext(ev, "torch.compile", ev.compile_exact))
         ]
+    if diffs and _agrees_with_compile(ev, c, p):
+        return out  # the file does what torch.compile does; its divergence is reported above
     if diffs:
         out.append(finding(ev, NAME, "pythonify", diffs, kind="guard-unsound"))
     return out

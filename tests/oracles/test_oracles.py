@@ -232,6 +232,13 @@ def test_guard_error_is_fine_wrong_result_is_unsound():
     )
     assert "variant call (shape)" in f.explanation
 
+    # The file doing exactly what a wrong torch.compile does is torch.compile's finding only.
+    ev = evidence(s, compiled_wrap=unguarded, pythonified_wrap=unguarded)
+    found = oracles.check_all(ev)
+    assert [(f.kind, f.subject) for f in found if f.oracle == "guards"] == [
+        ("compile-divergence", "torch.compile")
+    ]
+
     def wrong_error(fn):
         def call(a0):
             if a0.shape != (3,):
