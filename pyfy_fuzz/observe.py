@@ -478,12 +478,12 @@ def observe_subject(program: Any, target: Target, *, probes: bool = True) -> Sub
     for call_obs, outs in zip(obs.calls, live, strict=True):
         call_obs.outputs_later = [_leaf_out_later(x) for x in outs]
     del live
+    if plan.variant is not None:  # before the probes, which may change module state
+        obs.variant, _ = observe_call(program, target, 0, plan.variant)
     if probes:
         obs.mutation_probe = mutation_probe(program, target, plan.calls)
         if plan.backward:
             obs.version_probe = version_probe(program, target, plan.calls + 1)
-    if plan.variant is not None:
-        obs.variant, _ = observe_call(program, target, 0, plan.variant)
     if target.extra is not None:
         obs.extra = target.extra()
     torch.set_grad_enabled(True)
