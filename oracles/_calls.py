@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyfy_fuzz.observe import CallObs, ExcObs, TensorObs
+from pyfy_fuzz.observe import AliasObs, CallObs, ExcObs, TensorObs
 
 from .by_design import excuse
 from .compare import diff_tensor
@@ -120,7 +120,7 @@ def diff_aliasing(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
     return out
 
 
-def _base_excused(rb: str, gb: str, ctx: PairContext, r, g) -> bool:  # type: ignore[no-untyped-def]
+def _base_excused(rb: str, gb: str, ctx: PairContext, r: AliasObs, g: AliasObs) -> bool:
     if ctx.strict:
         return False
     ev = ctx.evidence

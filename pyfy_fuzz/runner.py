@@ -55,7 +55,7 @@ class CaseResult:
     evidence: Evidence | None = None
 
 
-def _nondeterminism(a: SubjectObs, b: SubjectObs, backend: str) -> str | None:
+def _nondeterminism(a: SubjectObs, b: SubjectObs) -> str | None:
     """Compare two eager runs with the oracles themselves (eager vs eager, exact)."""
     ev = Evidence(eager=a, compiled=b, pythonified=None, backend="aot_eager")
     found = [f for f in oracles.check_all(ev) if f.oracle != "seq_nr"]
@@ -112,7 +112,7 @@ def run_case(
     # The second run checks that eager reproduces itself; its probes would repeat the first's.
     again = observe_subject(program, eager_target(program), probes=False)
     t = lap("eager_s", t)
-    why = _nondeterminism(eager, again, backend)
+    why = _nondeterminism(eager, again)
     if why is not None:
         return CaseResult(spec, "discarded", reason=f"nondeterministic: {why}", timings=timings)
 
