@@ -167,3 +167,24 @@ def test_module_state_does_not_make_eager_look_nondeterministic():
     )
     r = run_case(s)
     assert r.status == "ok", r.reason
+
+
+def test_torch_backward_bug_is_reproduced_by_the_file_not_blamed_on_it():
+    """torch 2.13 (triage T4): with the AOT front-end, the min-cut partitioner saves a
+    duplicated non-leaf input that the forward mutates, and backward raises. The capture's
+    forced backward hits the same error; the file must reproduce it, not fail to exist."""
+    s = ProgramSpec(
+        family="dedupe",
+        roots=(RootSpec((4,), dtype="float64", grad="nonleaf"),),
+        inputs=(InputSpec("root"), InputSpec("dup", of=0)),
+        body=(Stmt("mul_", ("a1", 2)), Stmt("sin_", ("a0",))),
+        outputs=(OutSpec("ref", "a0"),),
+        plan=CallPlan(calls=1, frontend="aot"),
+    )
+    r = run_case(s)
+    assert r.pythonified_path is not None, r.unsupported
+    assert not [f for f in r.findings if f.subject == "pythonify"], [
+        f.explanation for f in r.findings
+    ]
+    if not any(f.kind == "crash" and f.subject == "torch.compile" for f in r.findings):
+        pytest.skip(f"this torch ({torch.__version__}) no longer has the bug")

@@ -637,9 +637,13 @@ def _capture_aot(
     def compiled(*args: Any) -> Any:
         return compiled_flat(*pytree.tree_leaves(args))
 
-    ret = compiled(*copies)
-    graph_outputs = pytree.tree_leaves(ret)
-    _force_backward(rec, graph_outputs)
+    # Saved tensors are packed as copies for this one run, so that the backward forced below
+    # compiles even where torch's own runtime would refuse it (a saved input that the forward
+    # mutates: the file then reproduces that refusal, as torch.compile does).
+    with torch.autograd.graph.saved_tensors_hooks(_pack_copy, _unpack_copy):
+        ret = compiled(*copies)
+        graph_outputs = pytree.tree_leaves(ret)
+        _force_backward(rec, graph_outputs)
     out_expr = _aot_output_expr(ret, graph_outputs)
     return compiled, inputs, out_expr
 
@@ -652,6 +656,14 @@ def _force_backward(rec: _Recorder, outs: list[Any]) -> None:
     diff = [o for o in outs if isinstance(o, torch.Tensor) and o.requires_grad]
     if diff:
         torch.autograd.backward(diff, [torch.ones_like(o) for o in diff])
+
+
+def _pack_copy(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().clone()
+
+
+def _unpack_copy(t: torch.Tensor) -> torch.Tensor:
+    return t
 
 
 def _arg_leaves(arg_names: list[str], args: tuple[Any, ...]) -> list[tuple[str, InputSnapshot]]:
