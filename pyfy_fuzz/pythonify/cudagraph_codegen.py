@@ -94,8 +94,9 @@ def _cg_hand_out(static_outputs, static_inputs, args):
     A static output lives in memory that the next replay of the same graph overwrites, so
     handing it out directly would let a later call change a value the caller still holds (e.g. a
     tensor the forward saved for the backward). Each output storage is therefore copied once,
-    and every output is rebuilt as a view (same offset, size and stride) of its copy, so outputs
-    that aliased each other still do.
+    and every output is rebuilt with the same offset, size and stride over its copy, so outputs
+    that aliased each other still do; an output that was a view of a graph-internal tensor is
+    rebuilt as a view of that tensor's copy (its `_base` stays set, as without CUDA graphs).
 
     An output whose storage is an input's is not copied: it is rebuilt as the same view of the
     caller's tensor for that input (for a static input, the live parameter itself), which is
@@ -127,8 +128,16 @@ def _cg_hand_out(static_outputs, static_inputs, args):
         if ptr == 0 or ptr not in copies:
             copies[ptr] = o.untyped_storage().clone()
         storage = copies[ptr]
-        out = torch.empty(0, dtype=o.dtype, device=o.device)
-        out.set_(storage, o.storage_offset(), o.size(), o.stride())
+        if o._base is not None:
+            # A view of a graph-internal tensor stays a view (of a copy of that tensor), as
+            # the output of the un-captured graph is.
+            b = o._base
+            base = torch.empty(0, dtype=b.dtype, device=b.device)
+            base.set_(storage, b.storage_offset(), b.size(), b.stride())
+            out = base.as_strided(o.size(), o.stride(), o.storage_offset())
+        else:
+            out = torch.empty(0, dtype=o.dtype, device=o.device)
+            out.set_(storage, o.storage_offset(), o.size(), o.stride())
         result.append(out)
     return result
 

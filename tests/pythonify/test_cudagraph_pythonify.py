@@ -85,3 +85,25 @@ def test_cuda_parity_with_reduce_overhead(tmp_path):  # pragma: no cover - GPU o
     for _ in range(4):
         y = torch.randn(8, device="cuda")
         torch.testing.assert_close(mod.call(y), ref(y).clone())
+
+
+def test_replayed_view_of_an_intermediate_stays_a_view(tmp_path):
+    """Found by the aliasing oracle: replays handed out an output that is a view of a
+    graph-internal tensor (bmm then view) as a plain tensor, where torch.compile and the
+    file's own warm-up call return a view."""
+
+    def f(a0):
+        v1 = a0.to(torch.float32)
+        return (v1 @ v1.mT,)
+
+    def make(seed):
+        return (torch.randn(3, 4, 1, generator=torch.Generator().manual_seed(seed)),)
+
+    res = pythonify(f, make(0), tmp_path / "p.py", mode="reduce-overhead")
+    mod = load(res.path, bind=f)
+    outs = [mod.call(*make(k))[0] for k in range(4)]
+    assert mod._cudagraph_inference.num_replays >= 1
+    for k, out in enumerate(outs):
+        assert out._base is not None, f"call {k}"
+        assert (out._base is not None) == (res.compiled(*make(k))[0]._base is not None)
+        torch.testing.assert_close(out, f(*make(k))[0], rtol=0, atol=0)
