@@ -5,9 +5,9 @@ pythonified file's `call`). `observe_subject` drives it through the program's ca
 the program's own `drive` (same seeds, tangents, backward, hooks for every subject) and records,
 per call: outputs (values, dtype, geometry, subclass inner tensors, autograd facts), every input
 and shared base after the call, how outputs alias inputs and each other, gradients, the second
-backward, the exception and the phase it came from. Then three probes on fresh inputs:
-outputs mutated in place (is the write visible through the inputs, as in eager?), inputs'
-version counters bumped before backward (must backward refuse?), and the plan's variant call.
+backward, the exception and the phase it came from. Then the plan's variant call, and two
+probes on fresh inputs: outputs mutated in place (is the write visible through the inputs, as
+in eager?), inputs' version counters bumped before backward (must backward refuse?).
 
 Values are detached clones; no live tensor of the run is kept once the observation is built,
 except the last calls' outputs, re-read after all calls to catch a replay that overwrote them.
