@@ -105,7 +105,9 @@ def diff_aliasing(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
         k = r.index
         if r.is_input != g.is_input:
             out.append(f"output {k} is input {list(r.is_input)} vs {list(g.is_input)}")
-        if r.base != g.base and not _base_excused(r.base, g.base, ctx, r, g):
+        if r.base != g.base and not _base_excused(
+            r.base, g.base, ctx, r, g, _custom_function_output(ref, k)
+        ):
             out.append(f"output {k}._base: {r.base} vs {g.base}")
         if r.shares_storage_with_inputs != g.shares_storage_with_inputs:
             out.append(
@@ -120,7 +122,19 @@ def diff_aliasing(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
     return out
 
 
-def _base_excused(rb: str, gb: str, ctx: PairContext, r: AliasObs, g: AliasObs) -> bool:
+def _custom_function_output(call: CallObs, tensor_index: int) -> bool:
+    """Whether eager's output came from a custom autograd.Function: its grad_fn is the
+    Function's node class, `<Name>Backward` (aten's nodes end in a digit: MulBackward0)."""
+    tensors = [o for o in call.outputs if isinstance(o, TensorObs)]
+    if tensor_index >= len(tensors):
+        return False
+    name = tensors[tensor_index].grad_fn or ""
+    return name.endswith("Backward")
+
+
+def _base_excused(
+    rb: str, gb: str, ctx: PairContext, r: AliasObs, g: AliasObs, custom_function_output: bool
+) -> bool:
     if ctx.strict:
         return False
     ev = ctx.evidence
@@ -129,6 +143,7 @@ def _base_excused(rb: str, gb: str, ctx: PairContext, r: AliasObs, g: AliasObs) 
     if (
         ev.backend == "inductor"
         and gb == "none"
+        and custom_function_output
         and r.shares_storage_with_inputs == g.shares_storage_with_inputs
     ):
         return excuse(ev, "custom-function-view-inductor")
@@ -148,7 +163,8 @@ def diff_autograd(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
         for what in ("requires_grad", "is_leaf", "is_inference"):
             if getattr(r, what) != getattr(g, what):
                 out.append(f"output {j}.{what} {getattr(r, what)} vs {getattr(g, what)}")
-        if (r.grad_fn is None) != (g.grad_fn is None):
+        refused = [x for x in (r.grad_fn, g.grad_fn) if x is not None and x.startswith("<")]
+        if (r.grad_fn is None) != (g.grad_fn is None) or (refused and r.grad_fn != g.grad_fn):
             out.append(f"output {j}.grad_fn {r.grad_fn} vs {g.grad_fn}")
         elif r.grad_fn != g.grad_fn and not ctx.strict:
             excuse(ctx.evidence, "grad-fn-type")

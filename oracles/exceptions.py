@@ -9,7 +9,7 @@ torch.compile itself crashed are skipped: that crash is already torch.compile's 
 
 from __future__ import annotations
 
-from pyfy_fuzz.observe import ExcObs
+from pyfy_fuzz.observe import ExcObs, SubjectObs
 
 from ._base import finding, reference_name
 from .evidence import Evidence
@@ -79,4 +79,34 @@ def check(ev: Evidence) -> list[Finding]:
                     )
                 )
                 break
+        probe = _probe_calls(ref, got, refname)
+        if probe is not None:
+            crash, text, exc = probe
+            out.append(
+                finding(ev, NAME, subject, [text], kind="crash" if crash else None, exc_type=exc)
+            )
     return out
+
+
+def _probe_call(obs: SubjectObs) -> list[ExcObs | None]:
+    """Whether each probe's own call (not its backward) raised."""
+    return [
+        p if isinstance(p, ExcObs) and p.phase == "probe-call" else None
+        for p in (obs.mutation_probe, obs.version_probe)
+    ]
+
+
+def _probe_calls(ref: SubjectObs, got: SubjectObs, refname: str) -> tuple[bool, str, str] | None:
+    """The probes call the subject again -- beyond the plan's calls, where CUDA-graph replays
+    happen -- so their calls raising is compared like any call's: (crash?, text, exc type)."""
+    if ref.mutation_probe is None or got.mutation_probe is None:
+        return None  # probes not run (eager's reproducibility run, the float64 reference)
+    names = ("in-place probe", "version probe")
+    for what, r, g in zip(names, _probe_call(ref), _probe_call(got), strict=True):
+        if r is None and g is not None:
+            return True, f"{what} call: raised {_txt(g)}; {refname} did not", g.short_type
+        if r is not None and g is None:
+            return False, f"{what} call: returned; {refname} raised {_txt(r)}", r.short_type
+        if r is not None and g is not None and not g.is_a(r):
+            return False, f"{what} call: raised {_txt(g)}; {refname} raised {_txt(r)}", g.short_type
+    return None

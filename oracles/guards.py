@@ -1,8 +1,9 @@
 """Guard soundness: the plan's variant call (other shape, dtype or aliasing) breaks what the
 compile assumed. torch.compile recompiles and must then agree with eager (compile-divergence);
 the pythonified file must raise PythonifyGuardError -- or, where its guards admit the inputs
-(dynamic shapes), agree with eager. Any other outcome is guard-unsound: a wrong result or
-an error other than the guard's.
+(dynamic shapes), agree with eager (with torch.compile's relaxations: eager is the reference
+for inputs the compile never saw) or do exactly what torch.compile's recompile did. Any other
+outcome is guard-unsound: a wrong result or an error other than the guard's.
 """
 
 from __future__ import annotations
@@ -54,6 +55,20 @@ def check(ev: Evidence) -> list[Finding]:
                     exc_type=c.raised.short_type if c.raised else None,
                 )
             )
+        elif e.raised is not None and c.raised is not None:
+            if not c.raised.is_a(e.raised):
+                out.append(
+                    finding(
+                        ev,
+                        NAME,
+                        "torch.compile",
+                        [
+                            f"variant call ({e.variant}): raised {c.raised.short_type}; "
+                            f"eager raised {e.raised.short_type}"
+                        ],
+                        exc_type=c.raised.short_type,
+                    )
+                )
         elif e.raised is None:
             diffs = _diffs(e, c, PairContext(ev, "torch.compile", ev.compile_exact))
             if diffs:

@@ -15,6 +15,10 @@ from .finding import Finding
 NAME = "mutation"
 
 
+def _call_raised(p: object) -> bool:
+    return getattr(p, "phase", None) == "probe-call"
+
+
 def _probe_text(p: object) -> str:
     if p is None:
         return "not run"
@@ -25,8 +29,8 @@ def check(ev: Evidence) -> list[Finding]:
     out = per_call(ev, NAME, diff_inputs)
     for subject, ref, got, _ in ev.pairs():
         r, g = ref.version_probe, got.version_probe
-        if r is None or g is None:
-            continue
+        if r is None or g is None or _call_raised(r) or _call_raised(g):
+            continue  # not run, or the probe's call itself raised (the exceptions oracle's)
         if (r == "ok") != (g == "ok"):
             if subject == "torch.compile" and excuse(ev, "partitioner-saved-tensors"):
                 continue

@@ -9,7 +9,8 @@
 3. Against eager's autograd graph: sorted by sequence number, eager's backward nodes name the
    forward ops in the order they ran (SinBackward0, MulBackward0); the compiled backward's
    seq_nr groups, sorted and mapped to their forward nodes, must name the same ops in the same
-   order -- whenever both have as many and eager's are plain aten nodes (extra wrapper nodes,
+   order -- under aot_eager (inductor decomposes first), whenever both have as many and
+   eager's are plain aten nodes (extra wrapper nodes,
    CopySlices or custom Functions make the comparison meaningless; then only 1 and 2 apply).
 """
 
@@ -108,8 +109,8 @@ def order_vs_eager(ev: Evidence) -> list[str]:
     (no CopySlices, no custom Function) and both sides have as many."""
     eager_order = ev.eager.extra.get("autograd_order")
     fw, bw = ev.fx_meta.get("forward"), ev.fx_meta.get("backward")
-    if not eager_order or fw is None or bw is None:
-        return []
+    if not eager_order or fw is None or bw is None or ev.backend != "aot_eager":
+        return []  # inductor decomposes before partitioning: one eager node, many aten ops
     names = []
     for node_name, seq in sorted(eager_order, key=lambda x: x[1]):
         m = _EAGER_NAME.match(node_name)

@@ -59,7 +59,13 @@ class ExcObs:
         )
 
     def is_a(self, other: ExcObs) -> bool:
-        """Whether this exception is an instance of other's type (by qualified name)."""
+        """Whether this exception is an instance of other's type (by qualified name).
+
+        torch._dynamo's own exceptions (BackendCompilerFailed, InternalTorchDynamoError)
+        subclass RuntimeError; a compiler crash is never "the same error" as eager's."""
+        dynamo = "torch._dynamo.exc."
+        if self.type_name.startswith(dynamo) and not other.type_name.startswith(dynamo):
+            return False
         return other.type_name in self.type_mro
 
 
@@ -172,8 +178,8 @@ def tensor_obs(t: torch.Tensor, values: bool = True) -> TensorObs:
         type_name="torch.Tensor" if plain else _type_name(t),
         dtype=str(t.dtype),
         shape=tuple(t.shape),
-        stride=None if sub else tuple(t.stride()),
-        offset=None if sub else int(t.storage_offset()),
+        stride=_outer(lambda: tuple(int(x) for x in t.stride())),
+        offset=_outer(lambda: int(t.storage_offset())),
         values=vals,
         inner=inner,
         requires_grad=t.requires_grad,
@@ -181,6 +187,14 @@ def tensor_obs(t: torch.Tensor, values: bool = True) -> TensorObs:
         grad_fn=grad_fn if grad_fn is None or isinstance(grad_fn, str) else type(grad_fn).__name__,
         is_inference=t.is_inference(),
     )
+
+
+def _outer(get: Callable[[], Any]) -> Any:
+    """A geometry fact of the (possibly wrapper-subclass) tensor, None where it has none."""
+    try:
+        return get()
+    except (RuntimeError, NotImplementedError):
+        return None
 
 
 def _storage_key(t: torch.Tensor) -> tuple[int, str] | None:
@@ -285,8 +299,10 @@ def observe_call(
     obs = CallObs(seed=seed, variant=variant)
     try:
         args = program.make_inputs(seed, variant)
-    except Exception as exc:  # the program itself cannot build this variant: not a subject bug
-        obs.raised = ExcObs.of(exc, "inputs")
+    except Exception as exc:
+        if variant is None:
+            raise  # the program cannot build its own inputs: a pyfy-fuzz bug
+        obs.raised = ExcObs.of(exc, "inputs")  # this variant does not exist for the program
         return obs, []
     module = target.module
     owner = module if module is not None else target.call
@@ -331,10 +347,16 @@ def _bump(x: torch.Tensor) -> None:
 
 
 def _mutate(o: torch.Tensor) -> None:
+    """Write into `o` in place (grad mode on) so that every element changes: add_(1) would not
+    change NaN, inf or large half-precision values."""
     if o.dtype == torch.bool:
         o.logical_not_()
-    else:
+    elif is_traceable_wrapper_subclass(o):
         o.add_(1)
+    else:
+        with torch.no_grad():
+            src = torch.where(o.detach() == 7, 8, 7).to(o.dtype)
+        o.copy_(src)
 
 
 def _values_now(ts: list[torch.Tensor]) -> list[list[torch.Tensor]]:
@@ -346,11 +368,14 @@ def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
 
 
 def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Equal values, NaN equal to NaN (same positions), shapes and dtypes equal."""
+    """Equal values and signs of zero, NaN equal to NaN (same positions), same shape and dtype."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    if a.is_floating_point() or a.is_complex():
-        return bool(((a == b) | (a.isnan() & b.isnan())).all())
+    if a.is_floating_point():
+        same = (a == b) & (torch.signbit(a) == torch.signbit(b))
+        return bool((same | (a.isnan() & b.isnan())).all())
+    if a.is_complex():
+        return bitwise_equal(torch.view_as_real(a), torch.view_as_real(b))
     return torch.equal(a, b)
 
 
@@ -364,7 +389,7 @@ def mutation_probe(program: Any, target: Target, seed: int) -> list[ProbeObs] | 
         out = target.call(*args)
     except Exception as exc:
         torch.set_grad_enabled(True)
-        return ExcObs.of(exc, "probe")
+        return ExcObs.of(exc, "probe-call")
     torch.set_grad_enabled(True)
     outs = [x for x in pytree.tree_leaves(out) if isinstance(x, torch.Tensor)]
     probes = []
@@ -404,9 +429,9 @@ def version_probe(program: Any, target: Target, seed: int) -> ExcObs | str | Non
     torch.manual_seed(seed)
     try:
         out = target.call(*args)
-    except Exception:
+    except Exception as exc:
         torch.set_grad_enabled(True)
-        return None  # the call itself raising is the exceptions oracle's business
+        return ExcObs.of(exc, "probe-call")  # the exceptions oracle compares it
     torch.set_grad_enabled(True)
     diff = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
     if not diff:

@@ -28,7 +28,7 @@ from generators import ProgramSpec, materialize
 from oracles import Evidence, Finding
 
 from .fp64 import fp64_fn, to_fp64
-from .observe import SubjectObs, Target, autograd_order, observe_subject
+from .observe import ExcObs, SubjectObs, Target, autograd_order, observe_subject
 from .subjects import (
     BundledPythonify,
     PythonifyImpl,
@@ -128,9 +128,13 @@ def run_case(
         pythonified: SubjectObs | None = None
         file_mod = None
         if once.produced is not None:
-            target, file_mod = pythonified_target(program, once.produced.path)
-            pythonified = observe_subject(program, target)
-        elif once.produce_error is not None and not _same_crash(once, compiled):
+            try:
+                target, file_mod = pythonified_target(program, once.produced.path)
+            except Exception as exc:  # the generated file does not even import: its crash
+                pythonified = SubjectObs("pythonify", setup_error=ExcObs.of(exc, "load"))
+            else:
+                pythonified = observe_subject(program, target)
+        elif once.produce_error is not None and not _same_crash(once, compiled, eager):
             pythonified = SubjectObs("pythonify", setup_error=once.produce_error)
         t = lap("pythonified_run_s", t)
         ref64 = None
@@ -175,10 +179,13 @@ def run_case(
     )
 
 
-def _same_crash(once: Any, compiled: SubjectObs) -> bool:
+def _same_crash(once: Any, compiled: SubjectObs, eager: SubjectObs) -> bool:
     """The implementation crashed; did the plain torch.compile crash with the same type?"""
     err = once.produce_error
-    return any(c.raised is not None and c.raised.type_name == err.type_name for c in compiled.calls)
+    return any(
+        c.raised is not None and c.raised.type_name == err.type_name and e.raised is None
+        for c, e in zip(compiled.calls, eager.calls, strict=False)
+    )
 
 
 class _NullContext:

@@ -78,3 +78,14 @@ def test_probes_see_writes_through_views_and_saved_tensors():
     assert isinstance(obs.version_probe, ExcObs)
     later = obs.calls[0].outputs_later
     assert later is not None and len(later) == 2
+
+
+def test_in_place_probe_changes_every_value():
+    from pyfy_fuzz.observe import _mutate, bitwise_equal
+
+    x = torch.tensor([float("nan"), float("inf"), 7.0, 4096.0], dtype=torch.float16)
+    before = x.clone()
+    _mutate(x)
+    assert not any(
+        bitwise_equal(a.reshape(1), b.reshape(1)) for a, b in zip(x, before, strict=True)
+    )

@@ -377,3 +377,77 @@ def test_unknown_by_design_id_is_an_error():
     ev = Evidence(eager=None, compiled=None, pythonified=None)  # type: ignore[arg-type]
     with pytest.raises(KeyError):
         oracles.by_design.excuse(ev, "nope")
+
+
+def test_probe_call_crash_is_reported():
+    """The probes call the subject beyond the plan's calls (where replays happen)."""
+    s = spec([("mul2", ("a0",), ("v0",))], ["v0"], plan=CallPlan(calls=2))
+
+    def third_call_fails(fn):
+        n = [0]
+
+        def call(a0):
+            n[0] += 1
+            if n[0] > 2:
+                raise RuntimeError("replay broke")
+            return fn(a0)
+
+        return call
+
+    f = only(oracles.check_all(evidence(s, compiled_wrap=third_call_fails)), "exceptions", "crash")
+    assert "in-place probe call: raised RuntimeError" in f.explanation
+
+
+def test_variant_raising_another_type_than_eager():
+    s = spec(
+        [("mul2", ("a0",), ("v0",))], ["v0"], grad="none", plan=CallPlan(calls=1, variant="shape")
+    )
+
+    def eager_like(fn):
+        def call(a0):
+            if a0.shape != (3,):
+                raise TypeError("planted")
+            return fn(a0)
+
+        return call
+
+    from pyfy_fuzz.observe import ExcObs
+
+    ev = evidence(s, compiled_wrap=eager_like)
+    assert ev.eager.variant is not None
+    ev.eager.variant.raised = ExcObs.of(RuntimeError("eager refuses the variant"), "call")
+        "pyfy_fuzz.observe", fromlist=["ExcObs"]
+    ).ExcObs.of(RuntimeError("x"), "call")
+    f = only(oracles.check_all(ev), "guards", "compile-divergence")
+    assert "raised TypeError; eager raised RuntimeError" in f.explanation
+
+
+def test_compiler_crash_is_not_eagers_runtime_error():
+    from pyfy_fuzz.observe import ExcObs
+
+    class BackendCompilerFailed(RuntimeError):
+        pass
+
+    BackendCompilerFailed.__module__ = "torch._dynamo.exc"
+    assert not ExcObs.of(BackendCompilerFailed("x"), "call").is_a(
+        ExcObs.of(RuntimeError("y"), "call")
+    )
+
+
+def test_signed_zero_is_a_pythonify_difference():
+    s = spec([("mul2", ("a0",), ("v0",))], ["v0"], grad="none")
+    ev = evidence(
+        s, compiled_wrap=mapped(lambda o: o * 0), pythonified_wrap=mapped(lambda o: (o * 0).abs())
+    )
+    found = oracles.check_all(ev)
+    assert any(f.oracle == "outputs" and f.subject == "pythonify" for f in found)
+
+
+def test_refused_grad_fn_is_compared():
+    from oracles._calls import PairContext, diff_autograd
+
+    s = spec([("sin", ("a0",), ("v0",))], ["v0"])
+    ev = evidence(s, compiled_wrap=lambda fn: fn)
+    ref, got = ev.eager.calls[0], ev.compiled.calls[0]
+    got.outputs[0].grad_fn = "<refused: RuntimeError>"
+    assert diff_autograd(ref, got, PairContext(ev, "torch.compile", True))
