@@ -416,8 +416,6 @@ def test_variant_raising_another_type_than_eager():
     ev = evidence(s, compiled_wrap=eager_like)
     assert ev.eager.variant is not None
     ev.eager.variant.raised = ExcObs.of(RuntimeError("eager refuses the variant"), "call")
-        "pyfy_fuzz.observe", fromlist=["ExcObs"]
-    ).ExcObs.of(RuntimeError("x"), "call")
     f = only(oracles.check_all(ev), "guards", "compile-divergence")
     assert "raised TypeError; eager raised RuntimeError" in f.explanation
 
