@@ -1,7 +1,8 @@
 """A time-budgeted, in-process run of the runner + oracles over generated programs.
 
-Not the campaign (no worker isolation, no shrinking, no corpus): the measurement the oracle
-issue asks for -- which findings a stock torch produces, how often programs are discarded or
+Not the campaign (no worker isolation, no shrinking, no corpus; the spec of the case running
+is kept in <out>.current.json, so one that kills the interpreter is not lost): the measurement
+the oracle issue asks for -- which findings a stock torch produces, how often programs are discarded or
 unsupported, and what the runner costs per case. Results are written atomically to --out after
 every case, so a crash loses nothing.
 
@@ -84,6 +85,12 @@ def main() -> int:
             raise _Stop
         summary["cases"] += 1
         summary["families"][spec.family] += 1
+        # The case about to run, kept if it kills the interpreter (no worker isolation here).
+        current = args.out.with_suffix(".current.json")
+        fd, tmp = tempfile.mkstemp(dir=args.out.parent, prefix=".oracle-current.")
+        with os.fdopen(fd, "w") as f:
+            f.write(spec.to_json())
+        os.replace(tmp, current)
         signal.alarm(args.case_timeout)
         try:
             r = run_case(spec, backend=args.backend)
