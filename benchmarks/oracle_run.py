@@ -3,8 +3,8 @@
 Not the campaign (no worker isolation, no shrinking, no corpus; the spec of the case running
 is kept in <out>.current.json, so one that kills the interpreter is not lost): the
 measurement the oracle issue asks for -- which findings a stock torch produces, how often
-programs are discarded or unsupported, and what the runner costs per case. Results are written atomically to --out after
-every case, so a crash loses nothing.
+programs are discarded or unsupported, and what the runner costs per case. Results are written
+atomically to --out after every case.
 
     python benchmarks/oracle_run.py --minutes 30 --backend aot_eager --out /tmp/oracle-run.json
 """
