@@ -101,6 +101,8 @@ def _probe_calls(ref: SubjectObs, got: SubjectObs, refname: str) -> tuple[bool, 
     happen -- so their calls raising is compared like any call's: (crash?, text, exc type)."""
     if ref.mutation_probe is None or got.mutation_probe is None:
         return None  # probes not run (eager's reproducibility run, the float64 reference)
+    if any(c.raised is not None for c in ref.calls):
+        return None  # the program raises: the plan's calls judged it, errors may move phase
     names = ("in-place probe", "version probe")
     for what, r, g in zip(names, _probe_call(ref), _probe_call(got), strict=True):
         if r is None and g is not None:

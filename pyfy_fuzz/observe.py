@@ -34,8 +34,9 @@ class ExcObs:
     type_name: str
     type_mro: tuple[str, ...]
     message: str
-    phase: str  # compile | call | backward | probe
+    phase: str  # compile | call | backward | probe | probe-call | inputs | load
     traceback_tail: str = ""
+    inner_mro: tuple[str, ...] = ()  # BackendCompilerFailed: what the compiler raised
 
     @staticmethod
     def of(exc: BaseException, phase: str) -> ExcObs:
@@ -43,14 +44,16 @@ class ExcObs:
         mro = tuple(f"{c.__module__}.{c.__qualname__}" for c in type(exc).__mro__)
         text = str(exc).strip()
         inner = getattr(exc, "inner_exception", None)
+        inner_mro: tuple[str, ...] = ()
         if isinstance(inner, BaseException):
             # BackendCompilerFailed: what the compiler raised is the interesting part, and its
             # type tells one compiler crash from another in the signature.
             mro = (f"{mro[0]}({type(inner).__name__})", *mro)
             text = f"{type(inner).__name__}: {inner}".strip()
+            inner_mro = tuple(f"{c.__module__}.{c.__qualname__}" for c in type(inner).__mro__)
         lines = (text.splitlines() or [""])[0][:300]
         tail = "".join(traceback.format_exception(exc)[-6:])[-2000:]
-        return ExcObs(mro[0], mro, lines, phase, tail)
+        return ExcObs(mro[0], mro, lines, phase, tail, inner_mro)
 
     @property
     def short_type(self) -> str:
@@ -62,10 +65,12 @@ class ExcObs:
         """Whether this exception is an instance of other's type (by qualified name).
 
         torch._dynamo's own exceptions (BackendCompilerFailed, InternalTorchDynamoError)
-        subclass RuntimeError; a compiler crash is never "the same error" as eager's."""
+        subclass RuntimeError, so a compiler crash is not "the same error" as eager's by its
+        own type; BackendCompilerFailed is judged by what the compiler raised (AOTAutograd
+        tracing the program into eager's own RuntimeError is the same error)."""
         dynamo = "torch._dynamo.exc."
         if self.type_name.startswith(dynamo) and not other.type_name.startswith(dynamo):
-            return False
+            return other.type_name in self.inner_mro
         return other.type_name in self.type_mro
 
 

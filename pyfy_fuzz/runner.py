@@ -134,7 +134,7 @@ def run_case(
                 pythonified = SubjectObs("pythonify", setup_error=ExcObs.of(exc, "load"))
             else:
                 pythonified = observe_subject(program, target)
-        elif once.produce_error is not None and not _same_crash(once, compiled, eager):
+        elif once.produce_error is not None and not _same_crash(once, compiled):
             pythonified = SubjectObs("pythonify", setup_error=once.produce_error)
         t = lap("pythonified_run_s", t)
         ref64 = None
@@ -179,13 +179,12 @@ def run_case(
     )
 
 
-def _same_crash(once: Any, compiled: SubjectObs, eager: SubjectObs) -> bool:
-    """The implementation crashed; did the plain torch.compile crash with the same type?"""
+def _same_crash(once: Any, compiled: SubjectObs) -> bool:
+    """The implementation crashed compiling on call 0's inputs; did the plain torch.compile
+    raise the same type on call 0 (the program or torch failing, not pythonify)?"""
     err = once.produce_error
-    return any(
-        c.raised is not None and c.raised.type_name == err.type_name and e.raised is None
-        for c, e in zip(compiled.calls, eager.calls, strict=False)
-    )
+    first = compiled.calls[0].raised if compiled.calls else None
+    return first is not None and first.type_name == err.type_name
 
 
 class _NullContext:

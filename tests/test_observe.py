@@ -89,3 +89,16 @@ def test_in_place_probe_changes_every_value():
     assert not any(
         bitwise_equal(a.reshape(1), b.reshape(1)) for a, b in zip(x, before, strict=True)
     )
+
+
+def test_backend_compiler_failed_is_judged_by_what_the_compiler_raised():
+    class BackendCompilerFailed(RuntimeError):
+        def __init__(self, inner: BaseException) -> None:
+            super().__init__("backend raised")
+            self.inner_exception = inner
+
+    BackendCompilerFailed.__module__ = "torch._dynamo.exc"
+    eager = ExcObs.of(RuntimeError("view modified in place"), "backward")
+    same = ExcObs.of(BackendCompilerFailed(RuntimeError("view modified in place")), "call")
+    crash = ExcObs.of(BackendCompilerFailed(AssertionError("internal")), "call")
+    assert same.is_a(eager) and not crash.is_a(eager)
