@@ -213,7 +213,15 @@ def diff_grads(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
     return out
 
 
+def raise_difference(ref: ExcObs | None, got: ExcObs | None) -> str | None:
+    """How `got` raising differs from `ref`: "raised" (only got raised), "returned" (only ref
+    raised), "other" (both, got not an instance of ref's type), or None."""
+    if ref is None:
+        return None if got is None else "raised"
+    if got is None:
+        return "returned"
+    return None if got.is_a(ref) else "other"
+
+
 def raised_differently(ref: ExcObs | None, got: ExcObs | None) -> bool:
-    if ref is None or got is None:
-        return (ref is None) != (got is None)
-    return not got.is_a(ref)
+    return raise_difference(ref, got) is not None

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pyfy_fuzz.observe import ExcObs, SubjectObs
 
 from ._base import finding, reference_name
+from ._calls import raise_difference
 from .evidence import Evidence
 from .finding import Finding
 
@@ -43,7 +44,8 @@ def check(ev: Evidence) -> list[Finding]:
         for i, (r, g) in enumerate(zip(ref.calls, got.calls, strict=False)):
             if subject == "pythonify" and ev.eager.calls[i].raised is None and r.raised is not None:
                 continue  # torch.compile crashed here; that is its finding, not pythonify's
-            if r.raised is None and g.raised is not None:
+            how = raise_difference(r.raised, g.raised)
+            if how == "raised" and g.raised is not None:
                 e = g.raised
                 crash = subject == "torch.compile" or ev.eager.calls[i].raised is None
                 out.append(
@@ -57,7 +59,7 @@ def check(ev: Evidence) -> list[Finding]:
                     )
                 )
                 break
-            if r.raised is not None and g.raised is None:
+            if how == "returned" and r.raised is not None:
                 out.append(
                     finding(
                         ev,
@@ -68,7 +70,7 @@ def check(ev: Evidence) -> list[Finding]:
                     )
                 )
                 break
-            if r.raised is not None and g.raised is not None and not g.raised.is_a(r.raised):
+            if how == "other" and r.raised is not None and g.raised is not None:
                 out.append(
                     finding(
                         ev,
@@ -105,10 +107,11 @@ def _probe_calls(ref: SubjectObs, got: SubjectObs, refname: str) -> tuple[bool, 
         return None  # the program raises: the plan's calls judged it, errors may move phase
     names = ("in-place probe", "version probe")
     for what, r, g in zip(names, _probe_call(ref), _probe_call(got), strict=True):
-        if r is None and g is not None:
+        how = raise_difference(r, g)
+        if how == "raised" and g is not None:
             return True, f"{what} call: raised {_txt(g)}; {refname} did not", g.short_type
-        if r is not None and g is None:
+        if how == "returned" and r is not None:
             return False, f"{what} call: returned; {refname} raised {_txt(r)}", r.short_type
-        if r is not None and g is not None and not g.is_a(r):
+        if how == "other" and r is not None and g is not None:
             return False, f"{what} call: raised {_txt(g)}; {refname} raised {_txt(r)}", g.short_type
     return None

@@ -11,7 +11,14 @@ from __future__ import annotations
 from pyfy_fuzz.observe import CallObs
 
 from ._base import finding
-from ._calls import PairContext, diff_aliasing, diff_grads, diff_inputs, diff_outputs
+from ._calls import (
+    PairContext,
+    diff_aliasing,
+    diff_grads,
+    diff_inputs,
+    diff_outputs,
+    raise_difference,
+)
 from .evidence import Evidence
 from .finding import Finding
 
@@ -41,7 +48,8 @@ def check(ev: Evidence) -> list[Finding]:
     out = []
     c = ev.compiled.variant
     if c is not None and ev.compiled.setup_error is None:
-        if (e.raised is None) != (c.raised is None):
+        how = raise_difference(e.raised, c.raised)
+        if how in ("raised", "returned"):
             what = c.raised.short_type if c.raised else "returned"
             exp = e.raised.short_type if e.raised else "returned"
             kind = "crash" if e.raised is None else None
@@ -55,20 +63,19 @@ def check(ev: Evidence) -> list[Finding]:
                     exc_type=c.raised.short_type if c.raised else None,
                 )
             )
-        elif e.raised is not None and c.raised is not None:
-            if not c.raised.is_a(e.raised):
-                out.append(
-                    finding(
-                        ev,
-                        NAME,
-                        "torch.compile",
-                        [
-                            f"variant call ({e.variant}): raised {c.raised.short_type}; "
-                            f"eager raised {e.raised.short_type}"
-                        ],
-                        exc_type=c.raised.short_type,
-                    )
+        elif how == "other" and e.raised is not None and c.raised is not None:
+            out.append(
+                finding(
+                    ev,
+                    NAME,
+                    "torch.compile",
+                    [
+                        f"variant call ({e.variant}): raised {c.raised.short_type}; "
+                        f"eager raised {e.raised.short_type}"
+                    ],
+                    exc_type=c.raised.short_type,
                 )
+            )
         elif e.raised is None:
             diffs = _diffs(e, c, PairContext(ev, "torch.compile", ev.compile_exact))
             if diffs:

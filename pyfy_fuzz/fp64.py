@@ -1,8 +1,10 @@
 """A float64 copy of a program's inputs (and module) for the tolerance scheme's reference run.
 
 Floating tensors become float64 over float64 copies of their storages, so tensors that shared
-memory still do (a write through one is seen by the other); integer, bool and subclass
-tensors pass through. Leaves keep requires_grad; non-leaves get a grad_fn in place.
+memory still do (a write through one is seen by the other); integer, bool and subclass tensors
+pass through. Leaves keep requires_grad; non-leaves get a grad_fn in place. The scheme is that
+of pythonify's input copies, kept apart on purpose: the reference must not share code with the
+subject under test.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def to_fp64(args: tuple[Any, ...]) -> tuple[Any, ...]:
         if id(t) in memo:
             return memo[id(t)]
         st = t.untyped_storage()
-        key = st.data_ptr()
+        key = st._cdata  # the storage's identity: every empty storage has data_ptr 0
         with torch.no_grad():
             if key not in storages:
                 flat = torch.empty(0, dtype=t.dtype).set_(st)

@@ -242,6 +242,7 @@ def named_inputs(args: tuple[Any, ...], module: Any) -> list[tuple[str, torch.Te
 def _aliasing(outs: list[torch.Tensor], named: list[tuple[str, torch.Tensor]]) -> list[AliasObs]:
     facts = []
     keys = [_storage_key(o) for o in outs]
+    input_keys = [(n, _storage_key(x)) for n, x in named]
     for k, o in enumerate(outs):
         base = "none"
         if o._base is not None:
@@ -262,7 +263,7 @@ def _aliasing(outs: list[torch.Tensor], named: list[tuple[str, torch.Tensor]]) -
                 is_input=tuple(n for n, x in named if o is x and not n.endswith("._base")),
                 base=base,
                 shares_storage_with_inputs=tuple(
-                    n for n, x in named if key is not None and _storage_key(x) == key
+                    n for n, kx in input_keys if key is not None and kx == key
                 ),
                 shares_storage_with_outputs=tuple(
                     j for j, kj in enumerate(keys) if j != k and key is not None and kj == key
@@ -365,7 +366,7 @@ def _mutate(o: torch.Tensor) -> None:
 
 
 def _values_now(ts: list[torch.Tensor]) -> list[list[torch.Tensor]]:
-    return [tensor_obs(t).plain_values() for t in ts]  # values only; autograd facts not read
+    return [tensor_obs(t).plain_values() for t in ts]
 
 
 def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
@@ -384,18 +385,31 @@ def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(a, b)
 
 
+def _fresh_call(program: Any, target: Target, seed: int) -> tuple[tuple[Any, ...], Any] | ExcObs:
+    """One more seeded call on fresh inputs, outside the plan's `drive` (no backward):
+    (args, output), or what it raised. Grad mode is restored either way."""
+    args = program.make_inputs(seed)
+    torch.manual_seed(seed)
+    try:
+        return args, target.call(*args)
+    except Exception as exc:
+        return ExcObs.of(exc, "probe-call")
+    finally:
+        torch.set_grad_enabled(True)
+
+
+def _requiring_grad(out: Any) -> list[torch.Tensor]:
+    return [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
+
+
 def mutation_probe(program: Any, target: Target, seed: int) -> list[ProbeObs] | ExcObs:
     """Call once more, then write into each output in turn (grad mode on, as a user would):
     record whether autograd refused, and which inputs and other outputs saw the write."""
-    args = program.make_inputs(seed)
+    called = _fresh_call(program, target, seed)
+    if isinstance(called, ExcObs):
+        return called
+    args, out = called
     named = named_inputs(args, target.module)
-    torch.manual_seed(seed)
-    try:
-        out = target.call(*args)
-    except Exception as exc:
-        torch.set_grad_enabled(True)
-        return ExcObs.of(exc, "probe-call")
-    torch.set_grad_enabled(True)
     outs = [x for x in pytree.tree_leaves(out) if isinstance(x, torch.Tensor)]
     probes = []
     in_ts = [x for _, x in named]
@@ -430,15 +444,11 @@ def mutation_probe(program: Any, target: Target, seed: int) -> list[ProbeObs] | 
 def version_probe(program: Any, target: Target, seed: int) -> ExcObs | str | None:
     """Call, bump every argument's version counter (values unchanged), then backward: autograd
     must refuse exactly when a bumped tensor was saved for backward, in every subject alike."""
-    args = program.make_inputs(seed)
-    torch.manual_seed(seed)
-    try:
-        out = target.call(*args)
-    except Exception as exc:
-        torch.set_grad_enabled(True)
-        return ExcObs.of(exc, "probe-call")  # the exceptions oracle compares it
-    torch.set_grad_enabled(True)
-    diff = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
+    called = _fresh_call(program, target, seed)
+    if isinstance(called, ExcObs):
+        return called  # the exceptions oracle compares it
+    args, out = called
+    diff = _requiring_grad(out)
     if not diff:
         return None
     for x in pytree.tree_leaves(args):
@@ -455,15 +465,10 @@ def autograd_order(program: Any, target: Target, seed: int) -> list[tuple[str, i
     """The backward nodes eager's engine runs, in order, with their sequence numbers.
 
     AccumulateGrad and error nodes carry UINT64_MAX and are left out (seeds/004)."""
-    args = program.make_inputs(seed)
-    torch.manual_seed(seed)
-    try:
-        out = target.call(*args)
-    except Exception:
+    called = _fresh_call(program, target, seed)
+    if isinstance(called, ExcObs):
         return None
-    finally:
-        torch.set_grad_enabled(True)
-    diff = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
+    diff = _requiring_grad(called[1])
     if not diff:
         return None
     order: list[tuple[str, int]] = []

@@ -13,6 +13,7 @@ Errors in pyfy-fuzz itself propagate; only the subjects' exceptions become obser
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
@@ -187,26 +188,18 @@ def _same_crash(once: Any, compiled: SubjectObs) -> bool:
     return first is not None and first.type_name == err.type_name
 
 
-class _NullContext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
 def _functorch_config(plan: Any) -> Any:
     import torch._functorch.config as fconfig
 
     # by_design: donated-buffer-retain-graph. A retained second backward is part of the plan.
     if plan.second_backward == "retain" and hasattr(fconfig, "donated_buffer"):
         return fconfig.patch(donated_buffer=False)
-    return _NullContext()
+    return contextlib.nullcontext()
 
 
 def _inductor_config(backend: str) -> Any:
     if backend != "inductor":
-        return _NullContext()
+        return contextlib.nullcontext()
     import torch._inductor.config as iconfig
 
     # by_design: inductor-rng. Random numbers must match eager's to compare values at all.

@@ -8,9 +8,8 @@ plain compile of its own; whether that plain compile fails the same way tells a 
 
 from __future__ import annotations
 
-import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,6 @@ class CompileOnce:
     produced: Produced | None
     unsupported: str | None = None  # why the implementation declined
     produce_error: ExcObs | None = None  # it crashed (maybe because torch.compile did)
-    fallback: bool = False  # compiled is a plain compile, not the implementation's
-    timings: dict[str, float] = field(default_factory=dict)
 
 
 def plain_compile(fn: Any, backend: str, plan: Any) -> Any:
@@ -66,7 +63,6 @@ def compile_once(program: Any, impl: PythonifyImpl, backend: str, path: Path) ->
     plan = program.plan
     fn = program.make_fn()
     module = fn if isinstance(fn, torch.nn.Module) else None
-    t0 = time.perf_counter()
     try:
         produced = impl.produce(
             fn,
@@ -77,19 +73,16 @@ def compile_once(program: Any, impl: PythonifyImpl, backend: str, path: Path) ->
             dynamic=plan.dynamic,
             mode=plan.mode,
         )
-        return CompileOnce(
-            produced.compiled, module, produced, timings={"compile_s": time.perf_counter() - t0}
-        )
+        return CompileOnce(produced.compiled, module, produced)
     except impl.unsupported as exc:
         reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        result = CompileOnce(None, None, None, unsupported=reason, fallback=True)
+        result = CompileOnce(None, None, None, unsupported=reason)
     except Exception as exc:
         err = ExcObs.of(exc, "compile")
         err.traceback_tail = "".join(traceback.format_exception(exc)[-8:])[-3000:]
-        result = CompileOnce(None, None, None, produce_error=err, fallback=True)
+        result = CompileOnce(None, None, None, produce_error=err)
     torch._dynamo.reset()
     fn = program.make_fn()
     result.compiled_module = fn if isinstance(fn, torch.nn.Module) else None
-    result.compiled = plain_compile(fn, backend, plan)
-    result.timings["compile_s"] = time.perf_counter() - t0
+    result.compiled = plain_compile(fn, backend, plan)  # a fallback: `produced` is None
     return result
