@@ -7,7 +7,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 KINDS = ("compile-divergence", "pythonify-divergence", "crash", "guard-unsound")
+# What only a campaign can see: a case that killed its worker, outlived its time limit, or made
+# pyfy-fuzz itself raise. Oracles never produce these.
+CAMPAIGN_KINDS = ("interpreter-crash", "hang", "harness-error")
 SUBJECTS = ("torch.compile", "pythonify")
+# Who was running when a worker died: eager itself, or the harness (pyfy-fuzz's own bug).
+CAMPAIGN_SUBJECTS = ("eager", "pyfy-fuzz")
 
 
 @dataclass(frozen=True)
@@ -24,9 +29,9 @@ class Finding:
     exc_type: str | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
+        if self.kind not in KINDS + CAMPAIGN_KINDS:
             raise ValueError(f"unknown finding kind {self.kind!r}; expected one of {KINDS}")
-        if self.subject not in SUBJECTS:
+        if self.subject not in SUBJECTS + CAMPAIGN_SUBJECTS:
             raise ValueError(f"unknown subject {self.subject!r}; expected one of {SUBJECTS}")
 
     @property
@@ -44,3 +49,14 @@ class Finding:
         d["wrappers"] = list(self.wrappers)
         d["signature"] = self.signature
         return d
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> Finding:
+        return Finding(
+            kind=d["kind"],
+            oracle=d["oracle"],
+            subject=d["subject"],
+            wrappers=tuple(d.get("wrappers", ())),
+            explanation=d.get("explanation", ""),
+            exc_type=d.get("exc_type"),
+        )

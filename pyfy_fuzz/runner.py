@@ -17,6 +17,7 @@ import contextlib
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,11 @@ def run_case(
     impl: PythonifyImpl | None = None,
     workdir: str | os.PathLike[str] | None = None,
     keep_evidence: bool = False,
+    on_phase: Callable[[str], None] | None = None,
 ) -> CaseResult:
+    """`on_phase(name)` is told before each stage (materialize, eager, compile,
+    torch.compile, pythonify, eager-fp64, oracles): a campaign worker reports it so a case that
+    kills the interpreter is attributed to the subject that was running."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if device != "cpu":
@@ -97,15 +102,19 @@ def run_case(
     timings: dict[str, float] = {}
     t_start = time.perf_counter()
 
+    phase = on_phase or (lambda name: None)
+
     def lap(key: str, t0: float) -> float:
         now = time.perf_counter()
         timings[key] = timings.get(key, 0.0) + now - t0
         return now
 
+    phase("materialize")
     program = materialize(spec)
     plan = program.plan
     t = lap("materialize_s", t_start)
     torch._dynamo.reset()
+    phase("eager")
     eager = observe_subject(program, eager_target(program))
     eager.extra["autograd_order"] = (
         autograd_order(program, eager_target(program), 0) if plan.backward else None
@@ -122,10 +131,13 @@ def run_case(
             Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="pyfy-case-"))
         )
         path = directory / "pythonified.py"
+        phase("compile")
         once = compile_once(program, impl, backend, path)
         t = lap("compile_s", t)
+        phase("torch.compile")
         compiled = observe_subject(program, torch_compile_target(once))
         t = lap("compiled_run_s", t)
+        phase("pythonify")
         pythonified: SubjectObs | None = None
         file_mod = None
         if once.produced is not None:
@@ -140,6 +152,7 @@ def run_case(
         t = lap("pythonified_run_s", t)
         ref64 = None
         if backend != "aot_eager":
+            phase("eager-fp64")
             ref64 = observe_subject(program, _fp64_target(program), probes=False)
         t = lap("eager_s", t)
     if plan.frontend == "aot":
@@ -159,6 +172,7 @@ def run_case(
         file_seq_nr=getattr(file_mod, "SEQ_NR", None),
         file_grad_acc=getattr(file_mod, "GRADIENT_ACC_NODES", None),
     )
+    phase("oracles")
     findings = oracles.check_all(ev)
     lap("oracles_s", t)
     timings["total_s"] = time.perf_counter() - t_start

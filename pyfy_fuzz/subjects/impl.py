@@ -68,3 +68,83 @@ class BundledPythonify:
             fn, args, path, backend=backend, frontend=frontend, dynamic=dynamic, mode=mode
         )
         return Produced(r.compiled, r.path, wrapper_paths(r.ir), r.fx_meta, dict(r.timings))
+
+
+class PluginUnavailable(Exception):
+    """The selected implementation cannot run on this install (e.g. torch has no pythonify)."""
+
+
+def torch_has_pythonify() -> bool:
+    import inspect
+
+    import torch
+
+    try:
+        return "pythonify" in inspect.signature(torch.compile).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+class TorchPythonify:
+    """A torch build whose ``torch.compile`` accepts ``pythonify=PATH`` (upstream's design).
+
+    The file it writes must follow the bundled contract: ``call(*args)`` runs the compiled
+    program, ``bind(fn)`` (optional) resolves parameters and globals, ``SEQ_NR`` (optional)
+    maps nodes to sequence numbers. Only the torch.compile front-end exists upstream.
+    """
+
+    name = "torch"
+
+    def __init__(self) -> None:
+        import torch
+
+        if not torch_has_pythonify():
+            raise PluginUnavailable(
+                f"the installed torch {torch.__version__} has no torch.compile(pythonify=...); "
+                "use --pythonify bundled, or install a torch build with pythonify"
+            )
+
+        class TorchPythonifyUnsupported(Exception):
+            pass
+
+        self.unsupported: tuple[type[BaseException], ...] = (TorchPythonifyUnsupported,)
+        self._unsupported_type = TorchPythonifyUnsupported
+
+    def produce(
+        self,
+        fn: Any,
+        args: tuple[Any, ...],
+        path: Path,
+        *,
+        backend: str,
+        frontend: str,
+        dynamic: bool,
+        mode: str | None,
+    ) -> Produced:
+        import time
+
+        import torch
+
+        if frontend != "dynamo":
+            raise self._unsupported_type("torch's pythonify exists for torch.compile only")
+        if path.exists():
+            path.unlink()
+        compile_: Any = torch.compile  # `pythonify=` is not in released torch's signature
+        compiled = compile_(
+            fn, backend=backend, fullgraph=True, dynamic=dynamic, mode=mode, pythonify=str(path)
+        )
+        saved = (
+            {k: v.detach().clone() for k, v in fn.state_dict().items()}
+            if isinstance(fn, torch.nn.Module)
+            else None
+        )
+        t0 = time.perf_counter()
+        compiled(*args)  # the first call compiles and writes the file
+        elapsed = time.perf_counter() - t0
+        if saved is not None:  # the compile run must not advance module state (BatchNorm)
+            with torch.no_grad():
+                for k, v in fn.state_dict().items():
+                    v.copy_(saved[k])
+        if not path.is_file():
+            raise RuntimeError(f"torch.compile(pythonify={str(path)!r}) wrote no file")
+        return Produced(compiled, path, [], {}, {"compile_s": elapsed})

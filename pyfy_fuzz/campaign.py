@@ -1,0 +1,491 @@
+"""`pyfy-fuzz run`: a budgeted campaign of worker processes that saves shrunk findings.
+
+    result = run_campaign(CampaignConfig(budget_s=600, corpus=Path("corpus")))
+    result.exit_code, result.summary
+
+The campaign process does no torch work itself. Workers explore (Hypothesis, shrinking their
+own findings); the campaign keeps the books: which signatures are known (the corpus's plus
+this run's), the smallest spec seen for each new one, what killed a worker. A case that kills
+or hangs its worker becomes a finding with its spec and is reduced here with `shrink.reduce`,
+each candidate run on a serve worker. Everything is saved through `Corpus`, atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import threading
+import time
+from collections import Counter
+from concurrent.futures import CancelledError
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from generators import ProgramSpec
+from oracles import Finding
+
+from . import __version__
+from .corpus import Corpus, atomic_write, now_iso
+from .entry import entry_files
+from .pool import Died, Event, Pool
+from .progress import make_progress
+from .streams import Streams
+from .worker import WorkerConfig
+
+PHASE_SUBJECT = {
+    None: "pyfy-fuzz",
+    "materialize": "eager",
+    "eager": "eager",
+    "eager-fp64": "eager",
+    "compile": "torch.compile",
+    "torch.compile": "torch.compile",
+    "pythonify": "pythonify",
+    "oracles": "pyfy-fuzz",
+}
+
+
+@dataclass
+class CampaignConfig:
+    budget_s: float
+    corpus: Path
+    device: str = "cpu"
+    backend: str = "aot_eager"
+    workers: int = 1
+    seed: int = 0
+    wrappers: list[str] | None = None
+    max_cases: int | None = None
+    shard: tuple[int, int] = (1, 1)
+    impl: str = "bundled"
+    case_timeout: float = 60.0
+    shrink_seconds: float | None = None  # default: 5% of the budget, within [10, 60] s
+    recycle_cases: int = 300
+    grace_s: float = 15.0
+    json_path: Path | None = None
+    progress: str = "auto"  # auto | rich | plain | quiet
+    max_ops: int = 5
+    max_inputs: int = 3
+
+    @property
+    def shrink_s(self) -> float:
+        if self.shrink_seconds is not None:
+            return self.shrink_seconds
+        return min(60.0, max(10.0, 0.05 * self.budget_s))
+
+
+@dataclass
+class NewFinding:
+    """A signature first seen in this run, and the smallest spec that shows it so far."""
+
+    finding: dict[str, Any]
+    spec: str
+    size: tuple[int, ...]
+    stream_seed: int | None
+    owner: int | None = None  # the slot shrinking it
+    count: int = 1
+    state: str = "shrinking"  # shrinking | reducing | saved
+    path: Path | None = None
+    shrink_cases: int = 0
+    started: float = field(default_factory=time.monotonic)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Stats:
+    started: float
+    budget_s: float
+    cases: int = 0
+    shrink_cases: int = 0
+    status: Counter[str] = field(default_factory=Counter)
+    families: Counter[str] = field(default_factory=Counter)
+    wrapper_hits: Counter[str] = field(default_factory=Counter)
+    unsupported: int = 0
+    deaths: Counter[str] = field(default_factory=Counter)
+    recycled: int = 0
+    known_seen: Counter[str] = field(default_factory=Counter)
+    new: dict[str, NewFinding] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    @property
+    def per_min(self) -> float:
+        return 60.0 * self.cases / max(self.elapsed, 1e-9)
+
+    def new_by_kind(self) -> Counter[str]:
+        return Counter(n.finding["kind"] for n in self.new.values())
+
+
+@dataclass
+class CampaignResult:
+    exit_code: int
+    summary: dict[str, Any]
+
+
+def _size(spec_json: str) -> tuple[int, ...]:
+    return ProgramSpec.from_json(spec_json).size()
+
+
+class Campaign:
+    def __init__(self, config: CampaignConfig) -> None:
+        self.config = config
+        self.corpus = Corpus.open(config.corpus)
+        self.known = self.corpus.known()
+        self.stats = Stats(time.monotonic(), config.budget_s)
+        self.deadline = self.stats.started + config.budget_s
+        self.streams = Streams(self.corpus.state_dir, config.seed, config.shard)
+        self.stream_of: dict[int, int] = {}
+        self.logdir = self.corpus.state_dir / "logs" / f"{socket.gethostname()}-{os.getpid()}"
+        self.logdir.mkdir(parents=True, exist_ok=True)
+        self.avoid: list[str] = []
+        self.reductions: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._saves: list[tuple[str, str, dict[str, Any]]] = []  # (sig, spec, shrink info)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        per_worker = total // max(1, config.workers)
+        self.rss_soft = int(min(3 << 30, 0.5 * per_worker))
+        self.rss_hard = int(min(2 * self.rss_soft, 0.8 * per_worker))
+        self.threads = max(1, cores // max(1, config.workers))
+        self.pool = Pool(
+            config.workers,
+            self._worker_config,
+            case_timeout=config.case_timeout,
+            rss_hard_bytes=self.rss_hard,
+        )
+
+    def _worker_config(self, slot: int) -> WorkerConfig:
+        c = self.config
+        return WorkerConfig(
+            slot=slot,
+            backend=c.backend,
+            device=c.device,
+            impl=c.impl,
+            wrappers=c.wrappers,
+            max_ops=c.max_ops,
+            max_inputs=c.max_inputs,
+            database=str(self.corpus.hypothesis_dir),
+            corpus_root=str(self.corpus.root),
+            workdir=str(self.logdir / f"work-{slot}"),
+            log_path=str(self.logdir / f"worker-{slot}.log"),
+            recycle_cases=c.recycle_cases,
+            rss_soft_bytes=self.rss_soft,
+            shrink_seconds=c.shrink_s,
+            threads=self.threads,
+            known=sorted(self.known | set(self.stats.new)),
+            avoid=list(self.avoid),
+        )
+
+    # -- the loop ----------------------------------------------------------------------------
+    def run(self) -> CampaignResult:
+        for p in self.corpus.problems:
+            self.stats.notes.append(f"corpus: {p.path.name}: {p.message}")
+        for i in range(self.config.workers):
+            (self.logdir / f"work-{i}").mkdir(exist_ok=True)
+            self._start(i)
+        progress = make_progress(self.config.progress, self.stats)
+        progress.start()
+        try:
+            while time.monotonic() < self.deadline and not self._enough():
+                for ev in self.pool.poll(0.25):
+                    self._handle(ev, running=True)
+                self._save_reduced()
+                progress.update()
+        finally:
+            for ev in self.pool.stop(self.config.grace_s):
+                self._handle(ev, running=False)
+            for t in self.reductions:
+                t.join(timeout=self.config.grace_s)
+            self._save_reduced()
+            self._finish_interrupted()
+            self._flush_counts()
+            progress.stop()
+        summary = self.summary()
+        if self.config.json_path is not None:
+            atomic_write(self.config.json_path, json.dumps(summary, indent=1) + "\n")
+        return CampaignResult(1 if self.stats.new else 0, summary)
+
+    def _enough(self) -> bool:
+        m = self.config.max_cases
+        return m is not None and self.stats.cases >= m
+
+    def _start(self, slot: int) -> None:
+        if self._serve_wanted():
+            self.pool.start(slot, "serve")
+            return
+        gid, seed = self.streams.take()
+        self.stream_of[slot] = seed
+        self.pool.start(slot, "explore", {"seed": seed, "deadline": self.deadline, "stream": gid})
+
+    def _serve_wanted(self) -> bool:
+        busy = any(t.is_alive() for t in self.reductions)
+        serving = any(s.mode == "serve" and self.pool.alive(s.index) for s in self.pool.slots)
+        return busy and not serving
+
+    def _handle(self, ev: Event, *, running: bool) -> None:
+        tag, p = ev.tag, ev.payload
+        if tag == "done":
+            self._on_done(p)
+        elif tag == "found":
+            self._on_found(ev.slot, p)
+        elif tag == "improved":
+            self._on_improved(ev.slot, p)
+        elif tag == "shrunk":
+            self._on_shrunk(ev.slot, p)
+        elif tag == "note":
+            self.stats.notes.append(f"worker {ev.slot}: {p}")
+        elif tag in ("died", "exited"):
+            slot = self.pool.slots[ev.slot]
+            if tag == "died":
+                self._on_died(ev.slot, p, serve=slot.mode == "serve")
+            elif str(p).startswith("recycled"):
+                self.stats.recycled += 1
+            if running and time.monotonic() < self.deadline and not self._enough():
+                self._start(ev.slot)
+        if running and not any(t.is_alive() for t in self.reductions):
+            for s in self.pool.slots:  # reductions over: serve slots go back to exploring
+                if s.mode == "serve" and s.job is None and self.pool.alive(s.index):
+                    self.pool.send(s.index, "stop")
+
+    def _on_done(self, r: dict[str, Any]) -> None:
+        if r.get("job") is not None:
+            return  # a reduction's candidate, not exploration
+        st = self.stats
+        st.cases += 1
+        if r.get("shrinking"):
+            st.shrink_cases += 1
+            new = st.new.get(r["shrinking"])
+            if new is not None:
+                new.shrink_cases += 1
+            return
+        st.status[r["status"]] += 1
+        st.families[r.get("family", "?")] += 1
+        st.wrapper_hits.update(r.get("wrapper_paths", ()))
+        if r.get("unsupported"):
+            st.unsupported += 1
+        for f in r["findings"]:
+            sig = f["signature"]
+            if sig in st.new:
+                st.new[sig].count += 1
+            elif sig in self.known:
+                st.known_seen[sig] += 1
+
+    def _on_found(self, slot: int, p: dict[str, Any]) -> None:
+        sig = p["finding"]["signature"]
+        if sig in self.known or sig in self.stats.new:
+            return  # the other worker got there first; its shrink stands
+        self.stats.new[sig] = NewFinding(
+            p["finding"], p["spec"], _size(p["spec"]), self.stream_of.get(slot), owner=slot
+        )
+        self.pool.broadcast("known", [sig], exclude=slot)
+
+    def _on_improved(self, slot: int, p: dict[str, Any]) -> None:
+        new = self.stats.new.get(p["finding"]["signature"])
+        if new is not None and new.state == "shrinking" and new.owner == slot:
+            size = _size(p["spec"])
+            if size <= new.size:
+                new.spec, new.size, new.finding = p["spec"], size, p["finding"]
+
+    def _on_shrunk(self, slot: int, p: dict[str, Any]) -> None:
+        sig = p["finding"]["signature"]
+        new = self.stats.new.get(sig)
+        staging = Path(p["staging"]) if p.get("staging") else None
+        if new is None or new.state != "shrinking" or new.owner != slot:
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
+            return
+        new.spec, new.size, new.finding = p["spec"], _size(p["spec"]), p["finding"]
+        info = {
+            "by": "hypothesis",
+            "cases": new.shrink_cases,
+            "seconds": round(time.monotonic() - new.started, 1),
+            "confirmed": bool(p.get("confirmed")),
+            "cut_by_budget": bool(p.get("cut_by_budget")),
+        }
+        self._save(new, staging, info)
+
+    def _on_died(self, slot: int, died: Died, *, serve: bool) -> None:
+        self.stats.deaths[died.kind] += 1
+        if serve or died.spec is None:
+            return  # a reduction's candidate (the reducer sees it) or nothing was running
+        reason = "memory" if died.reason.startswith("memory") else died.reason
+        finding = Finding(
+            kind=died.kind,
+            oracle="timeout" if died.kind == "hang" else "interpreter",
+            subject=PHASE_SUBJECT.get(died.phase, "pyfy-fuzz"),
+            wrappers=(),
+            explanation=f"the worker died ({died.reason}) while running {died.phase or 'setup'}",
+            exc_type=reason,
+        ).to_dict()
+        sig = finding["signature"]
+        self.avoid.append(died.spec)
+        self.pool.broadcast("avoid", [died.spec])
+        if sig in self.known:
+            self.stats.known_seen[sig] += 1
+            return
+        if sig in self.stats.new:
+            self.stats.new[sig].count += 1
+            return
+        new = NewFinding(finding, died.spec, _size(died.spec), self.stream_of.get(slot))
+        new.state = "reducing"
+        new.extra = {"reason": died.reason, "phase": died.phase, "log_tail": died.log_tail}
+        self.stats.new[sig] = new
+        self.pool.broadcast("known", [sig])
+        t = threading.Thread(target=self._reduce, args=(new, died), daemon=True)
+        self.reductions.append(t)
+        t.start()
+
+    # -- crash reduction (a thread; candidates run on a serve worker) -------------------------
+    def _reduce(self, new: NewFinding, died: Died) -> None:
+        from .shrink import reduce
+
+        tried = [0]
+
+        def still_fails(spec: ProgramSpec) -> bool:
+            tried[0] += 1
+            try:
+                r = self.pool.submit(spec.to_json()).result()
+            except CancelledError:
+                raise _Cancelled from None
+            return (
+                isinstance(r, Died)
+                and r.kind == died.kind
+                and r.phase == died.phase
+                and (r.reason == died.reason or died.reason.startswith("memory"))
+            )
+
+        t0 = time.monotonic()
+        end = min(t0 + self.config.shrink_s, self.deadline)
+        spec = ProgramSpec.from_json(died.spec or "")
+        try:
+            res = reduce(spec, still_fails, deadline=end)
+            best, stopped = res.spec, res.stopped
+        except _Cancelled:
+            best, stopped = spec, "campaign stopped"
+        info = {
+            "by": "reducer",
+            "cases": tried[0],
+            "seconds": round(time.monotonic() - t0, 1),
+            "stopped": stopped,
+        }
+        with self._lock:
+            self._saves.append((new.finding["signature"], best.to_json(), info))
+
+    def _save_reduced(self) -> None:
+        with self._lock:
+            saves, self._saves = self._saves, []
+        for sig, spec_json, info in saves:
+            new = self.stats.new[sig]
+            if _size(spec_json) <= new.size:
+                new.spec, new.size = spec_json, _size(spec_json)
+            self._save(new, None, info)
+
+    def _finish_interrupted(self) -> None:
+        """Findings whose shrink was cut short (budget, or the worker died): save the
+        smallest spec seen; nothing found is lost."""
+        for new in self.stats.new.values():
+            if new.state != "saved":
+                self._save(new, None, {"by": "hypothesis", "interrupted": True})
+
+    # -- saving --------------------------------------------------------------------------
+    def _save(self, new: NewFinding, staging: Path | None, shrink: dict[str, Any]) -> None:
+        import torch
+
+        c = self.config
+        staging = staging or self.corpus.new_staging()
+        f = new.finding
+        bug_in = {"torch.compile": "torch", "eager": "torch"}.get(f["subject"], f["subject"])
+        case: dict[str, Any] = {
+            "format": 1,
+            "signature": f["signature"],
+            "kind": f["kind"],
+            "oracle": f["oracle"],
+            "subject": f["subject"],
+            "wrappers": list(f.get("wrappers", ())),
+            "exc_type": f.get("exc_type"),
+            "explanation": f.get("explanation", ""),
+            "bug_in": bug_in,
+            # torch bugs are expected to keep failing on stock torch; ours must be fixed.
+            "expected": "fail" if bug_in == "torch" else "pass",
+            "spec": json.loads(new.spec),
+            "size": list(new.size),
+            "seed": new.stream_seed,
+            "campaign_seed": c.seed,
+            "torch": torch.__version__,
+            "pyfy_fuzz": __version__,
+            "backend": c.backend,
+            "device": c.device,
+            "pythonify": c.impl,
+            "count": new.count,
+            "first_seen": now_iso(),
+            "last_seen": now_iso(),
+            "shrink": shrink,
+            **new.extra,
+        }
+        has_file = (staging / "pythonified.py").is_file()
+        files = entry_files(case, has_pythonified=has_file)
+        path, _ = self.corpus.put(staging, case, files)
+        new.state, new.path, new.count = "saved", path, 0
+
+    def _flush_counts(self) -> None:
+        for sig, n in self.stats.known_seen.items():
+            self.corpus.bump(sig, n)
+        for new in self.stats.new.values():
+            if new.count and new.path is not None:
+                self.corpus.bump(new.finding["signature"], new.count)
+                new.count = 0
+
+    # -- reporting -----------------------------------------------------------------------
+    def summary(self) -> dict[str, Any]:
+        import torch
+
+        st = self.stats
+        return {
+            "cases": st.cases,
+            "elapsed_s": round(st.elapsed, 1),
+            "cases_per_min": round(st.per_min, 1),
+            "shrink_cases": st.shrink_cases,
+            "findings": [
+                {
+                    "signature": sig,
+                    "kind": n.finding["kind"],
+                    "oracle": n.finding["oracle"],
+                    "subject": n.finding["subject"],
+                    "wrappers": list(n.finding.get("wrappers", ())),
+                    "path": str(n.path) if n.path else None,
+                }
+                for sig, n in sorted(st.new.items())
+            ],
+            "known_seen": dict(st.known_seen),
+            "wrapper_hits": dict(st.wrapper_hits.most_common()),
+            "status": dict(st.status),
+            "families": dict(st.families),
+            "unsupported": st.unsupported,
+            "deaths": dict(st.deaths),
+            "recycled": st.recycled,
+            "notes": st.notes[-50:],
+            "torch": torch.__version__,
+            "config": {
+                "budget_s": self.config.budget_s,
+                "backend": self.config.backend,
+                "device": self.config.device,
+                "workers": self.config.workers,
+                "seed": self.config.seed,
+                "shard": "/".join(map(str, self.config.shard)),
+                "wrappers": self.config.wrappers,
+                "pythonify": self.config.impl,
+                "corpus": str(self.config.corpus),
+            },
+        }
+
+
+class _Cancelled(Exception):
+    pass
+
+
+def run_campaign(config: CampaignConfig) -> CampaignResult:
+    return Campaign(config).run()

@@ -1,0 +1,271 @@
+"""``pyfy-fuzz run`` and ``pyfy-fuzz replay``: flags in, plain values to the campaign/replay.
+
+Every check a user can fail (budget, shard, families, device, corpus, --json path, the
+pythonify plug-in) happens here, before any worker starts, and ends in one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+_ORACLE_WIDTH = 12
+
+
+def _cli_error(message: str) -> Exception:
+    from pyfy_fuzz.cli import CliError
+
+    return CliError(message)
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def add_run_parser(commands: Any) -> None:
+    p = commands.add_parser(
+        "run",
+        help="fuzz: generate programs, compare eager / torch.compile / pythonify, save findings",
+        description=(
+            "Run a campaign for --budget: worker processes generate programs and compare eager, "
+            "torch.compile and the pythonified file; every new finding is shrunk and saved to "
+            "--corpus as a directory named by its signature. Exit status: 0 no new findings, "
+            "1 new findings, 2 usage or environment error."
+        ),
+    )
+    p.add_argument("--budget", default="10m", help="90s, 10m, 1h, 1h30m (default 10m)")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--backend", choices=["aot_eager", "inductor"], default="aot_eager")
+    p.add_argument(
+        "--workers", type=int, default=None, help="worker processes (default: one per core)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
+    p.add_argument("--corpus", type=Path, default=Path("corpus"), help="default ./corpus")
+    p.add_argument(
+        "--wrappers",
+        default=None,
+        help="comma-separated program families to generate (default: all); "
+        "see `generators.FAMILIES`",
+    )
+    p.add_argument("--json", type=Path, default=None, metavar="SUMMARY.json")
+    p.add_argument("--max-cases", type=int, default=None, help="stop after N cases")
+    p.add_argument(
+        "--shard", default="1/1", metavar="K/N", help="this machine's share of the seed space"
+    )
+    p.add_argument(
+        "--pythonify",
+        choices=["bundled", "torch"],
+        default="bundled",
+        help="implementation under test: the bundled generator, or torch.compile(pythonify=)",
+    )
+    p.add_argument(
+        "--case-timeout", type=float, default=60.0, help="seconds before a case is a hang"
+    )
+    p.add_argument(
+        "--shrink-seconds", type=float, default=None, help="per finding (default: from budget)"
+    )
+    p.add_argument("--progress", choices=["auto", "rich", "plain", "quiet"], default="auto")
+    p.set_defaults(run=cmd_run)
+
+
+def add_replay_parser(commands: Any) -> None:
+    p = commands.add_parser(
+        "replay",
+        help="re-run saved corpus entries; report which still fail and which are fixed",
+        description=(
+            "Re-run corpus entries (a corpus directory, or entry directories). Entries marked "
+            'expected "fail" (torch bugs) are known failures; entries marked expected "pass" '
+            "(fixed bugs of the bundled generator or of pyfy-fuzz) must not reproduce. "
+            "Exit status: 0 all as expected, 1 an expected-pass entry still fails, 2 usage error."
+        ),
+    )
+    p.add_argument("paths", nargs="*", type=Path, default=[Path("corpus")], metavar="PATH")
+    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--pythonify", choices=["bundled", "torch"], default="bundled")
+    p.add_argument("--case-timeout", type=float, default=120.0)
+    p.add_argument("--json", type=Path, default=None, metavar="REPORT.json")
+    p.set_defaults(run=cmd_replay)
+
+
+# -- checks shared by both ----------------------------------------------------------------------
+def _check_device(device: str) -> None:
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
+            raise _cli_error("--device cuda: no usable GPU (torch.cuda.is_available() is False)")
+
+
+def _check_impl(name: str) -> None:
+    if name == "torch":
+        from pyfy_fuzz.subjects.impl import torch_has_pythonify
+
+        if not torch_has_pythonify():
+            import torch
+
+            raise _cli_error(
+                f"--pythonify torch: the installed torch {torch.__version__} has no "
+                "torch.compile(pythonify=...); use --pythonify bundled"
+            )
+
+
+def _check_json_path(path: Path | None) -> None:
+    if path is None:
+        return
+    if path.is_dir():
+        raise _cli_error(f"--json {path} is a directory")
+    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK | os.X_OK):
+        raise _cli_error(
+            f"--json {path}: directory {path.parent} does not exist or is not writable"
+        )
+
+
+def _workers(n: int | None) -> int:
+    if n is None:
+        return _cores()
+    if n < 1:
+        raise _cli_error(f"--workers must be at least 1, got {n}")
+    return n
+
+
+# -- run ---------------------------------------------------------------------------------------
+def cmd_run(args: argparse.Namespace) -> int:
+    from pyfy_fuzz.budget import parse_budget
+    from pyfy_fuzz.streams import parse_shard
+
+    try:
+        budget = parse_budget(args.budget)
+        shard = parse_shard(args.shard)
+    except ValueError as e:
+        raise _cli_error(str(e)) from None
+    wrappers = None
+    if args.wrappers is not None:
+        from generators import FAMILIES
+
+        wrappers = [w.strip() for w in args.wrappers.split(",") if w.strip()]
+        unknown = [w for w in wrappers if w not in FAMILIES]
+        if unknown or not wrappers:
+            raise _cli_error(
+                f"--wrappers: unknown or no families {unknown or wrappers}; "
+                f"choose from {', '.join(FAMILIES)}"
+            )
+    if args.max_cases is not None and args.max_cases < 1:
+        raise _cli_error(f"--max-cases must be at least 1, got {args.max_cases}")
+    if args.case_timeout <= 0:
+        raise _cli_error("--case-timeout must be positive")
+    if args.shrink_seconds is not None and args.shrink_seconds < 0:
+        raise _cli_error("--shrink-seconds must not be negative")
+    workers = _workers(args.workers)
+    _check_json_path(args.json)
+    _check_device(args.device)
+    _check_impl(args.pythonify)
+    from pyfy_fuzz.campaign import CampaignConfig, run_campaign
+    from pyfy_fuzz.corpus import CorpusError
+    from pyfy_fuzz.pool import WorkerStartError
+
+    config = CampaignConfig(
+        budget_s=budget,
+        corpus=args.corpus,
+        device=args.device,
+        backend=args.backend,
+        workers=workers,
+        seed=args.seed,
+        wrappers=wrappers,
+        max_cases=args.max_cases,
+        shard=shard,
+        impl=args.pythonify,
+        case_timeout=args.case_timeout,
+        shrink_seconds=args.shrink_seconds,
+        json_path=args.json,
+        progress=args.progress,
+    )
+    try:
+        result = run_campaign(config)
+    except CorpusError as e:
+        raise _cli_error(str(e)) from None
+    except WorkerStartError as e:
+        raise _cli_error(f"workers cannot start: {e}") from None
+    print_summary(result.summary, sys.stdout)
+    return result.exit_code
+
+
+def print_summary(s: dict[str, Any], out: Any) -> None:
+    from pyfy_fuzz.budget import format_duration
+
+    c = s["config"]
+    print(
+        f"\npyfy-fuzz run: {s['cases']} cases in {format_duration(s['elapsed_s'])} "
+        f"({s['cases_per_min']:.0f}/min, {s['shrink_cases']} of them shrinking); "
+        f"torch {s['torch']}, {c['backend']} on {c['device']}, {c['workers']} workers, "
+        f"shard {c['shard']}",
+        file=out,
+    )
+    findings = s["findings"]
+    print(f"new findings: {len(findings)}", file=out)
+    for f in findings:
+        print(
+            f"  {f['kind']:<20} {f['oracle']:<{_ORACLE_WIDTH}} {f['subject']:<14} {f['path']}",
+            file=out,
+        )
+    seen = s["known_seen"]
+    if seen:
+        print(
+            f"known findings seen again: {len(seen)} signatures, {sum(seen.values())} times",
+            file=out,
+        )
+    hits = s["wrapper_hits"]
+    top = ", ".join(f"{p} {n}" for p, n in list(hits.items())[:8])
+    print(f"wrapper paths reached: {len(hits)}" + (f" ({top}, ...)" if top else ""), file=out)
+    if s["deaths"]:
+        print(f"worker deaths: {s['deaths']}", file=out)
+    for note in s["notes"]:
+        if note.startswith("corpus:"):
+            print(f"warning: {note}", file=out)
+
+
+# -- replay ------------------------------------------------------------------------------------
+def cmd_replay(args: argparse.Namespace) -> int:
+    from pyfy_fuzz.corpus import CorpusError
+    from pyfy_fuzz.replay import collect, replay
+
+    workers = _workers(args.workers)
+    _check_json_path(args.json)
+    _check_device(args.device)
+    _check_impl(args.pythonify)
+    try:
+        entries, problems = collect(args.paths)
+    except (FileNotFoundError, CorpusError) as e:
+        raise _cli_error(str(e)) from None
+    for p in problems:
+        print(f"warning: {p.path}: {p.message}", file=sys.stderr)
+    if not entries:
+        raise _cli_error(f"no corpus entries under {', '.join(map(str, args.paths))}")
+
+    def show(o: Any) -> None:
+        print(f"{o.verdict:<15} {o.entry.signature:<48} {o.detail}", flush=True)
+
+    report = replay(
+        args.paths,
+        workers=workers,
+        device=args.device,
+        impl=args.pythonify,
+        case_timeout=args.case_timeout,
+        on_outcome=show,
+    )
+    for o in report.outcomes:
+        if o.verdict == "skipped":
+            show(o)
+    counts: dict[str, int] = {}
+    for o in report.outcomes:
+        counts[o.verdict] = counts.get(o.verdict, 0) + 1
+    print("replay: " + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())))
+    if args.json is not None:
+        from pyfy_fuzz.corpus import atomic_write
+
+        atomic_write(args.json, json.dumps(report.to_dict(), indent=1) + "\n")
+    return report.exit_code

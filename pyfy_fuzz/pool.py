@@ -1,0 +1,325 @@
+"""Worker processes for a campaign: start, watch, kill, replace.
+
+The pool knows processes and pipes, not findings. It forks workers from a fork server that has
+imported torch once (replacing a dead worker costs milliseconds, not an import), relays their
+messages as `Event`s, and turns the three ways a case can take its worker down into a `Died`
+event carrying the spec that was running:
+- the process exits without saying goodbye (segfault, abort, os._exit): `interpreter-crash`;
+- the case outlives `case_timeout`: the pool kills it, `hang`;
+- the worker's resident memory passes `rss_hard_bytes`: the pool kills it, `interpreter-crash`
+  with a memory reason.
+Slots are refilled by the caller (`restart`), which decides the mode (explore or serve).
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing as mp
+import os
+import signal
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+from .worker import WorkerConfig, rss_bytes
+
+_CONTEXT: Any = None
+
+
+def _context() -> Any:
+    """The fork server, preloading torch and the worker module (once per campaign process)."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["pyfy_fuzz.worker"])
+        _CONTEXT = ctx
+    return _CONTEXT
+
+
+class WorkerStartError(Exception):
+    """Workers cannot even start (broken install, a main module without a __main__ guard):
+    an environment problem, not a finding."""
+
+
+@dataclass
+class Died:
+    """A case that took its worker down."""
+
+    kind: str  # interpreter-crash | hang
+    reason: str  # "SIGSEGV", "exit 1", "timeout after 60 s", "memory 5.0 GiB > 4.0 GiB"
+    phase: str | None  # the runner stage that was running
+    spec: str | None  # the spec (JSON) that was running
+    log_tail: str = ""
+
+
+@dataclass
+class Event:
+    slot: int
+    tag: str  # a worker message tag, or "died" (payload: Died) / "exited" (payload: reason)
+    payload: Any
+
+
+@dataclass
+class _Slot:
+    index: int
+    mode: str = "explore"
+    proc: Any = None
+    conn: Connection | None = None
+    incarnation: int = 0
+    spec: str | None = None  # the case running now (JSON)
+    job: int | None = None
+    phase: str | None = None
+    started: float = 0.0
+    said_bye: str | None = None
+    cases: int = 0
+    kill_reason: tuple[str, str] | None = None  # (kind, reason) when the pool killed it
+    log_path: Path | None = None
+    ready: bool = False
+    failed_starts: int = 0  # deaths before "ready", in a row
+
+
+@dataclass
+class Pool:
+    size: int
+    config_for: Callable[[int], WorkerConfig]  # a fresh config per (re)start of a slot
+    case_timeout: float = 60.0
+    rss_hard_bytes: int = 6 << 30
+    slots: list[_Slot] = field(default_factory=list)
+    _jobs: deque[tuple[int, str, dict[str, Any]]] = field(default_factory=deque)
+    _futures: dict[int, Future[Any]] = field(default_factory=dict)
+    _ids: Any = field(default_factory=itertools.count)
+    _last_rss_check: float = 0.0
+    _stopping: bool = False
+
+    def __post_init__(self) -> None:
+        self.slots = [_Slot(i) for i in range(self.size)]
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self, index: int, mode: str, command: Any = None) -> None:
+        """(Re)start slot `index` in `mode` ("explore" with `command` = its job, or "serve")."""
+        slot = self.slots[index]
+        self._reap(slot)
+        config = self.config_for(index)
+        slot.log_path = Path(config.log_path) if config.log_path else None
+        parent, child = _context().Pipe()
+        proc = _context().Process(
+            target=_worker_main, args=(child, config), daemon=True, name=f"pyfy-worker-{index}"
+        )
+        proc.start()
+        child.close()
+        slot.mode, slot.proc, slot.conn = mode, proc, parent
+        slot.incarnation += 1
+        slot.spec = slot.phase = slot.said_bye = slot.kill_reason = None
+        slot.job = None
+        slot.cases = 0
+        slot.ready = False
+        parent.send((mode, command))
+
+    def alive(self, index: int) -> bool:
+        p = self.slots[index].proc
+        return p is not None and p.is_alive()
+
+    def send(self, index: int, tag: str, payload: Any = None) -> None:
+        conn = self.slots[index].conn
+        if conn is not None and self.alive(index):
+            try:
+                conn.send((tag, payload))
+            except (BrokenPipeError, OSError):
+                pass  # it is dying; poll() will report it
+
+    def broadcast(self, tag: str, payload: Any = None, *, exclude: int | None = None) -> None:
+        for s in self.slots:
+            if s.index != exclude:
+                self.send(s.index, tag, payload)
+
+    def stop(self, grace: float) -> list[Event]:
+        """Ask every worker to stop, collect what they still say for up to `grace` seconds,
+        then kill the rest (their running case is abandoned, not a finding)."""
+        self._stopping = True
+        self.broadcast("stop")  # a serve worker waiting for a job ends on any non-"run" command
+        events: list[Event] = []
+        end = time.monotonic() + grace
+        while any(self.alive(s.index) for s in self.slots) and time.monotonic() < end:
+            events.extend(self.poll(0.2, enforce=False))
+        for s in self.slots:
+            if self.alive(s.index):
+                s.proc.kill()
+        for s in self.slots:
+            events.extend(e for e in self._drain(s) if e.tag != "died")
+            self._reap(s)
+        for fut in self._futures.values():
+            if not fut.done():
+                fut.cancel()
+        return events
+
+    def _reap(self, slot: _Slot) -> None:
+        if slot.proc is not None:
+            slot.proc.join(timeout=5)
+            if slot.conn is not None:
+                slot.conn.close()
+        slot.proc = slot.conn = None
+
+    # -- serve jobs ------------------------------------------------------------------------
+    def submit(self, spec_json: str, **options: Any) -> Future[Any]:
+        """Run a spec on a serve worker (options: backend); resolves to the result dict or a
+        `Died`."""
+        job = next(self._ids)
+        fut: Future[Any] = Future()
+        self._futures[job] = fut
+        self._jobs.append((job, spec_json, options))
+        return fut
+
+    def _dispatch(self) -> None:
+        for s in self.slots:
+            if not self._jobs:
+                return
+            if s.mode == "serve" and s.job is None and self.alive(s.index):
+                job, spec_json, options = self._jobs.popleft()
+                s.job = job
+                s.spec = spec_json
+                s.started = time.monotonic()
+                self.send(s.index, "run", (job, spec_json, options))
+
+    # -- watching --------------------------------------------------------------------------
+    def poll(self, timeout: float, *, enforce: bool = True) -> list[Event]:
+        """Messages and deaths since the last poll (waits up to `timeout` for the first)."""
+        self._dispatch()
+        waitables: list[Any] = []
+        for s in self.slots:
+            if s.proc is not None:
+                waitables += [s.conn, s.proc.sentinel]
+        if waitables:
+            wait(waitables, timeout)
+        else:
+            time.sleep(timeout)
+        events: list[Event] = []
+        for s in self.slots:
+            if s.proc is None:
+                continue
+            events.extend(self._drain(s))
+        if enforce:
+            self._enforce_limits()
+        self._dispatch()
+        return events
+
+    def _drain(self, s: _Slot) -> list[Event]:
+        events: list[Event] = []
+        conn = s.conn
+        while conn is not None:
+            try:
+                if not conn.poll():
+                    break
+                tag, payload = conn.recv()
+            except (EOFError, OSError):
+                break
+            events.append(self._on_message(s, tag, payload))
+        if s.proc is not None and not s.proc.is_alive():
+            events.extend(self._on_exit(s))
+        return events
+
+    def _on_message(self, s: _Slot, tag: str, payload: Any) -> Event:
+        if tag == "ready":
+            s.ready, s.failed_starts = True, 0
+        elif tag == "start":
+            s.spec, s.phase, s.started = payload["spec"], None, time.monotonic()
+        elif tag == "phase":
+            s.phase = payload
+        elif tag == "done":
+            s.cases += 1
+            s.spec = None
+            job = payload.get("job")
+            if job is not None:
+                s.job = None
+                fut = self._futures.pop(job, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(payload)
+        elif tag == "bye":
+            s.said_bye = payload
+        return Event(s.index, tag, payload)
+
+    def _on_exit(self, s: _Slot) -> list[Event]:
+        proc = s.proc
+        proc.join(timeout=1)
+        if not s.ready and s.kill_reason is None:
+            s.failed_starts += 1
+            if s.failed_starts >= 3 and not self._stopping:
+                raise WorkerStartError(
+                    f"worker {s.index} died on start-up 3 times ({_exit_reason(proc.exitcode)}); "
+                    f"its log ends with:\n{_tail(s.log_path, 1500)}"
+                )
+        if s.said_bye is not None and s.spec is None:
+            ev = Event(s.index, "exited", s.said_bye)
+        else:
+            if s.kill_reason is not None:
+                kind, reason = s.kill_reason
+            else:
+                kind, reason = "interpreter-crash", _exit_reason(proc.exitcode)
+            died = Died(kind, reason, s.phase, s.spec, _tail(s.log_path))
+            ev = Event(s.index, "died", died)
+            if s.job is not None:
+                fut = self._futures.pop(s.job, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(died)
+        if s.conn is not None:
+            s.conn.close()
+        s.proc = s.conn = None
+        s.spec = s.job = None
+        return [ev]
+
+    def _enforce_limits(self) -> None:
+        now = time.monotonic()
+        for s in self.slots:
+            if s.proc is None or s.spec is None or s.kill_reason is not None:
+                continue
+            if now - s.started > self.case_timeout:
+                s.kill_reason = ("hang", f"timeout after {self.case_timeout:.0f} s")
+                s.proc.kill()
+        if now - self._last_rss_check < 1.0:
+            return
+        self._last_rss_check = now
+        for s in self.slots:
+            if s.proc is None or s.kill_reason is not None or s.proc.pid is None:
+                continue
+            rss = rss_bytes(s.proc.pid)
+            if rss > self.rss_hard_bytes:
+                gib = 1 << 30
+                s.kill_reason = (
+                    "interpreter-crash",
+                    f"memory {rss / gib:.1f} GiB > {self.rss_hard_bytes / gib:.1f} GiB",
+                )
+                s.proc.kill()
+
+
+def _worker_main(conn: Connection, config: WorkerConfig) -> None:
+    from .worker import main
+
+    main(conn, config)
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is None:
+        return "unknown exit"
+    if code < 0:
+        try:
+            return signal.Signals(-code).name
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit {code}"
+
+
+def _tail(path: Path | None, n: int = 3000) -> str:
+    if path is None:
+        return ""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - n))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""

@@ -1,0 +1,183 @@
+"""`pyfy-fuzz replay`: run saved corpus entries again and say which still fail.
+
+Each entry's spec runs on a worker (isolated: an entry that once killed a worker may do so
+again) with the backend it was found under. An entry *reproduces* when its signature is found
+again -- or, for an entry that killed or hung its worker, when the worker dies the same way.
+Same kind, oracle and subject under another signature (the wrapper paths changed) counts as
+reproducing too, and is shown.
+
+Verdicts, against the entry's ``expected`` (case.json):
+- expected "fail" (a torch bug): reproduces -> ``known-failure``; not -> ``fixed-upstream``
+  (worth a look: mark it expected "pass" or retire it);
+- expected "pass" (our bug, fixed): not -> ``pass``; reproduces -> ``FAIL``.
+Exit status 1 when any entry FAILs, 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from generators import spec_from_dict
+
+from .corpus import CASE, Corpus, Entry, Problem
+from .pool import Died, Pool
+from .worker import WorkerConfig
+
+
+@dataclass
+class ReplayOutcome:
+    entry: Entry
+    verdict: str  # known-failure | fixed-upstream | pass | FAIL | skipped
+    detail: str
+    seconds: float = 0.0
+
+
+@dataclass
+class ReplayReport:
+    outcomes: list[ReplayOutcome] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if any(o.verdict == "FAIL" for o in self.outcomes) else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "entries": [
+                {
+                    "signature": o.entry.signature,
+                    "path": str(o.entry.path),
+                    "expected": o.entry.case["expected"],
+                    "verdict": o.verdict,
+                    "detail": o.detail,
+                    "seconds": round(o.seconds, 2),
+                }
+                for o in self.outcomes
+            ],
+            "problems": [{"path": str(p.path), "message": p.message} for p in self.problems],
+        }
+
+
+def collect(paths: list[Path]) -> tuple[list[Entry], list[Problem]]:
+    """Entries named directly (a directory holding case.json) or inside corpus directories.
+    Raises FileNotFoundError for a path that does not exist."""
+    entries: dict[Path, Entry] = {}
+    problems: list[Problem] = []
+    for path in paths:
+        if not path.exists():
+            raise FileNotFoundError(f"no such corpus or entry: {path}")
+        if (path / CASE).is_file():
+            corpus = Corpus(path.parent)
+            e = corpus._load(path)
+            if isinstance(e, Problem):
+                problems.append(e)
+            else:
+                entries[e.path.resolve()] = e
+            continue
+        corpus = Corpus.open(path, create=False)
+        problems.extend(corpus.problems)
+        for e in corpus.entries.values():
+            entries[e.path.resolve()] = e
+    return sorted(entries.values(), key=lambda e: e.signature), problems
+
+
+def _matches(case: dict[str, Any], result: Any) -> tuple[bool, str]:
+    if case["kind"] in ("interpreter-crash", "hang"):
+        if isinstance(result, Died) and result.kind == case["kind"]:
+            return True, f"the worker died again: {result.reason} during {result.phase}"
+        return False, "the worker survived"
+    if isinstance(result, Died):
+        return False, f"the worker died instead ({result.reason} during {result.phase})"
+    sigs = {f["signature"]: f for f in result["findings"]}
+    if case["signature"] in sigs:
+        lines = sigs[case["signature"]]["explanation"].splitlines()
+        first = next((ln.strip(" -") for ln in lines[1:] if ln.strip()), lines[0] if lines else "")
+        return True, first[:160]
+    same = [
+        f
+        for f in result["findings"]
+        if (f["kind"], f["oracle"], f["subject"]) == (case["kind"], case["oracle"], case["subject"])
+    ]
+    if same:
+        return True, f"reproduces as {same[0]['signature']} (wrapper paths changed)"
+    others = ", ".join(sorted(sigs)) or "no findings"
+    return False, f"not reproduced ({result['status']}; {others})"
+
+
+def _verdict(expected: str, reproduced: bool) -> str:
+    if expected == "fail":
+        return "known-failure" if reproduced else "fixed-upstream"
+    return "FAIL" if reproduced else "pass"
+
+
+def replay(
+    paths: list[Path],
+    *,
+    workers: int = 1,
+    device: str = "cpu",
+    impl: str = "bundled",
+    case_timeout: float = 120.0,
+    on_outcome: Any = None,
+) -> ReplayReport:
+    entries, problems = collect(paths)
+    report = ReplayReport(problems=problems)
+    runnable: list[Entry] = []
+    for e in entries:
+        want = e.case.get("device", "cpu")
+        if want != device:
+            report.outcomes.append(ReplayOutcome(e, "skipped", f"found on {want}, not {device}"))
+        else:
+            spec_from_dict(e.case["spec"])  # validated by collect; cheap
+            runnable.append(e)
+    if not runnable:
+        return report
+    work = Path(tempfile.mkdtemp(prefix="pyfy-replay-"))
+    n = max(1, min(workers, len(runnable)))
+
+    def config_for(slot: int) -> WorkerConfig:
+        (work / str(slot)).mkdir(exist_ok=True)
+        return WorkerConfig(
+            slot=slot,
+            device=device,
+            impl=impl,
+            workdir=str(work / str(slot)),
+            log_path=str(work / f"worker-{slot}.log"),
+        )
+
+    pool = Pool(n, config_for, case_timeout=case_timeout)
+    for i in range(n):
+        pool.start(i, "serve")
+    futures = []
+    for e in runnable:
+        fut = pool.submit(json.dumps(e.case["spec"]), backend=e.case.get("backend", "aot_eager"))
+        futures.append((e, fut))
+    try:
+        pending = list(futures)
+        while pending:
+            for ev in pool.poll(0.25):
+                if ev.tag in ("died", "exited"):
+                    pool.start(ev.slot, "serve")
+            still = []
+            for e, fut in pending:
+                if not fut.done():
+                    still.append((e, fut))
+                    continue
+                result = fut.result()
+                reproduced, detail = _matches(e.case, result)
+                verdict = _verdict(e.case["expected"], reproduced)
+                took = result.get("total_s", 0.0) if isinstance(result, dict) else 0.0
+                outcome = ReplayOutcome(e, verdict, detail, took)
+                report.outcomes.append(outcome)
+                if on_outcome is not None:
+                    on_outcome(outcome)
+            pending = still
+    finally:
+        pool.stop(5.0)
+        shutil.rmtree(work, ignore_errors=True)
+    report.outcomes.sort(key=lambda o: o.entry.signature)
+    return report

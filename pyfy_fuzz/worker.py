@@ -1,0 +1,441 @@
+"""The worker process: runs cases for the campaign and talks to it over a pipe.
+
+A worker is forked from a server that has already imported torch (cheap to replace), and is
+disposable: whatever kills it -- a segfault in torch, a hang, memory -- kills only it; the
+campaign sees the pipe close, knows which spec was running (every case is announced before it
+starts, with its phase as it advances) and turns the death into a finding.
+
+Two modes, chosen by the first command:
+- ``explore``: a Hypothesis loop over `generators.programs`. The test function raises for a
+  signature nobody has seen; Hypothesis then shrinks *that* signature (the predicate is "the
+  target signature is still found", so the shrink cannot slip to another bug), reporting every
+  improvement so the campaign holds the smallest spec even if the worker dies mid-shrink.
+  Failing examples also go to the Hypothesis database inside the corpus: a campaign restarted
+  after kill -9 replays them first and finishes the shrink.
+- ``serve``: run the specs the campaign sends (replay, reducing crashes) and reply.
+
+Messages to the campaign are tuples ``(tag, payload)``; see `_Channel`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+# Imported here so the fork server pays for them once, not each worker.
+import torch
+import torch._dynamo
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+from generators import ProgramSpec, programs
+from oracles import Finding
+
+from .runner import run_case
+from .subjects import BundledPythonify, PythonifyImpl
+
+
+@dataclass
+class WorkerConfig:
+    """Everything a worker needs, picklable (it crosses the process boundary)."""
+
+    slot: int
+    backend: str = "aot_eager"
+    device: str = "cpu"
+    impl: str = "bundled"  # bundled | torch
+    wrappers: list[str] | None = None
+    max_ops: int = 5
+    max_inputs: int = 3
+    database: str | None = None  # Hypothesis example database directory
+    corpus_root: str | None = None  # where shrunk cases are staged
+    workdir: str = "."
+    log_path: str | None = None
+    recycle_cases: int = 300
+    rss_soft_bytes: int = 3 << 30
+    shrink_seconds: float = 60.0
+    threads: int = 1
+    known: list[str] = field(default_factory=list)
+    avoid: list[str] = field(default_factory=list)  # specs (JSON) that killed a worker
+
+
+class _Stop(BaseException):
+    """Leave the Hypothesis loop at once (a BaseException: Hypothesis must not treat it as a
+    failure of the test)."""
+
+
+class _Abandon(BaseException):
+    """Stop shrinking: another worker owns this signature, or the shrink ran out of time."""
+
+
+class _Interesting(Exception):
+    """The test 'fails': the case shows the target signature."""
+
+
+def rss_bytes(pid: int | str = "self") -> int:
+    """Resident set size from /proc (0 where there is no /proc)."""
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def make_impl(name: str) -> PythonifyImpl:
+    """ "bundled", "torch", or "package.module:factory" (a callable returning a
+    `PythonifyImpl`: how tests and the self-test plant bugs in a worker only)."""
+    if name == "bundled":
+        return BundledPythonify()
+    if name == "torch":
+        from .subjects.impl import TorchPythonify
+
+        return TorchPythonify()
+    if ":" in name:
+        import importlib
+
+        module, _, attr = name.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+        impl: PythonifyImpl = factory()
+        return impl
+    raise ValueError(f"unknown pythonify implementation {name!r}")
+
+
+class _Channel:
+    """The pipe to the campaign, plus the commands it sends between cases."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.known: set[str] = set()
+        self.avoid: set[str] = set()
+        self.stopping = False
+
+    def send(self, tag: str, payload: Any = None) -> None:
+        try:
+            self.conn.send((tag, payload))
+        except OSError:  # the campaign is gone (killed): nothing left to work for
+            os._exit(0)
+
+    def poll(self) -> None:
+        """Drain commands: ('known', [signatures]), ('avoid', [spec json]), ('stop', None)."""
+        while self.conn.poll():
+            tag, payload = self.conn.recv()
+            if tag == "known":
+                self.known.update(payload)
+            elif tag == "avoid":
+                self.avoid.update(payload)
+            elif tag == "stop":
+                self.stopping = True
+
+
+def _die_with_parent() -> None:
+    """Linux: be killed when the fork server (our parent) goes, e.g. after kill -9 of the
+    campaign; otherwise a worker in a hanging case would outlive it."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def main(conn: Connection, config: WorkerConfig) -> None:
+    """Process entry point."""
+    _die_with_parent()
+    if config.log_path:
+        fd = os.open(config.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+        sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(config.threads)
+    ch = _Channel(conn)
+    ch.known.update(config.known)
+    ch.avoid.update(config.avoid)
+    impl = make_impl(config.impl)
+    ch.send("ready", os.getpid())
+    tag, payload = conn.recv()
+    try:
+        if tag == "explore":
+            reason = _explore(ch, config, impl, payload)
+        elif tag == "serve":
+            reason = _serve(ch, config, impl)
+        else:
+            reason = "stopped"
+    except (EOFError, BrokenPipeError):
+        return  # the campaign is gone; nothing to tell
+    ch.send("bye", reason)
+
+
+def _run(
+    ch: _Channel,
+    config: WorkerConfig,
+    impl: PythonifyImpl,
+    spec: ProgramSpec,
+    workdir: str | None = None,
+    backend: str | None = None,
+) -> dict[str, Any]:
+    """One case; the result as plain data. A pyfy-fuzz exception becomes a harness-error
+    finding (the case's spec is what a developer needs to fix it)."""
+    try:
+        r = run_case(
+            spec,
+            backend=backend or config.backend,
+            device=config.device,
+            impl=impl,
+            workdir=workdir or config.workdir,
+            on_phase=lambda name: ch.send("phase", name),
+        )
+    except Exception as exc:
+        return {
+            "status": "error",
+            "findings": [_harness_finding(exc).to_dict()],
+            "wrapper_paths": [],
+            "family": spec.family,
+            "traceback": traceback.format_exc()[-4000:],
+        }
+    finally:
+        torch._dynamo.reset()
+    return {
+        "status": r.status,
+        "findings": [f.to_dict() for f in r.findings],
+        "wrapper_paths": list(r.wrapper_paths),
+        "unsupported": r.unsupported,
+        "reason": r.reason,
+        "family": spec.family,
+        "excused": list(r.excused),
+        "total_s": r.timings.get("total_s", 0.0),
+    }
+
+
+def _harness_finding(exc: BaseException) -> Finding:
+    """Signature by exception type and the innermost pyfy-fuzz frame (not the message)."""
+    where = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if any(p in frame.filename for p in ("pyfy_fuzz", "oracles", "generators")):
+            where = f"{os.path.basename(frame.filename)}:{frame.name}"
+    return Finding(
+        kind="harness-error",
+        oracle="harness",
+        subject="pyfy-fuzz",
+        wrappers=(),
+        explanation=f"pyfy-fuzz raised {type(exc).__name__}: {str(exc)[:300]} (at {where})",
+        exc_type=f"{type(exc).__name__}@{where}",
+    )
+
+
+def _recycle_reason(config: WorkerConfig, cases: int) -> str | None:
+    if cases >= config.recycle_cases:
+        return f"recycled after {cases} cases"
+    rss = rss_bytes()
+    if rss > config.rss_soft_bytes:
+        return f"recycled at {rss >> 20} MiB resident"
+    return None
+
+
+def _serve(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl) -> str:
+    cases = 0
+    while True:
+        tag, payload = ch.conn.recv()
+        if tag != "run":
+            return "stopped"
+        job_id, spec_json, options = payload
+        spec = ProgramSpec.from_json(spec_json)
+        ch.send("start", {"spec": spec_json, "job": job_id})
+        result = _run(ch, config, impl, spec, backend=options.get("backend"))
+        result["job"] = job_id
+        ch.send("done", result)
+        cases += 1
+        why = _recycle_reason(config, cases)
+        if why:
+            return why
+
+
+@dataclass
+class _Run:
+    """One Hypothesis run: no target until a case shows an unknown signature; then the
+    run shrinks that target and nothing else."""
+
+    target: str | None = None
+    best: tuple[str, dict[str, Any]] | None = None  # (spec JSON, finding)
+    shrink_end: float = 0.0
+    recycle: str | None = None
+
+
+class _Explorer:
+    def __init__(
+        self, ch: _Channel, config: WorkerConfig, impl: PythonifyImpl, deadline: float
+    ) -> None:
+        self.ch, self.config, self.impl, self.deadline = ch, config, impl, deadline
+        self.cases = 0
+        self.run = _Run()
+
+    def one(self, spec: ProgramSpec) -> None:
+        """The Hypothesis test function."""
+        ch, run = self.ch, self.run
+        ch.poll()
+        now = time.monotonic()
+        if ch.stopping or now > self.deadline:
+            raise _Stop
+        if run.target is not None and run.target in ch.known:
+            run.best = None  # another worker found it first and owns its shrink
+            raise _Abandon
+        if run.target is not None and now > run.shrink_end:
+            raise _Abandon
+        if run.target is None and (why := _recycle_reason(self.config, self.cases)):
+            run.recycle = why
+            raise _Stop
+        spec_json = spec.to_json()
+        if spec_json in ch.avoid:
+            return  # it killed a worker before; the campaign already has it
+        ch.send("start", {"spec": spec_json, "shrinking": run.target})
+        result = _run(ch, self.config, self.impl, spec)
+        self.cases += 1
+        ch.send("done", {**result, "shrinking": run.target})
+        found = {f["signature"]: f for f in result["findings"]}
+        if run.target is None:
+            new = [s for s in found if s not in ch.known]
+            if not new:
+                return
+            run.target = new[0]
+            # Hypothesis gets half the shrink time; the spec reducer polishes with the rest.
+            run.shrink_end = time.monotonic() + 0.5 * self.config.shrink_seconds
+            ch.send("found", {"finding": found[run.target], "spec": spec_json})
+        elif run.target in found:
+            ch.send("improved", {"finding": found[run.target], "spec": spec_json})
+        else:
+            return
+        run.best = (spec_json, found[run.target])
+        # One raise site: Hypothesis tells bugs apart by where they are raised, and would
+        # not shrink "found" and "improved" as one bug.
+        raise _Interesting(run.target)
+
+
+def _explore(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl, job: dict[str, Any]) -> str:
+    """Hypothesis runs until the deadline, recycling or stop; each run ends at a finding
+    (shrunk, reported) and the next starts with a derived seed."""
+    explorer = _Explorer(ch, config, impl, job["deadline"])  # monotonic: system-wide on Linux
+    database = DirectoryBasedExampleDatabase(config.database) if config.database else None
+    strategy = programs(config.wrappers, max_ops=config.max_ops, max_inputs=config.max_inputs)
+    for restart in itertools.count():
+        explorer.run = run = _Run()
+        phases = [Phase.generate, Phase.shrink]
+        if config.slot == 0 and restart == 0 and database is not None:
+            phases.insert(0, Phase.reuse)  # finish shrinks a killed campaign left in the DB
+        test = settings(
+            database=database,
+            max_examples=10**9,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            phases=phases,
+            report_multiple_bugs=False,
+            verbosity=Verbosity.quiet,
+            print_blob=False,
+            derandomize=False,
+        )(seed(_sub_seed(job["seed"], restart))(given(strategy)(explorer.one)))
+        try:
+            test()
+        except (_Interesting, _Abandon):
+            pass
+        except Exception as exc:  # Flaky (the target did not reproduce), a generator error
+            ch.send("note", f"hypothesis run ended: {type(exc).__name__}: {str(exc)[:200]}")
+        except _Stop:
+            if run.best is not None:
+                _shrunk(ch, config, impl, run.best, polish=False)
+            return run.recycle or "stopped"
+        if run.best is not None:
+            _shrunk(ch, config, impl, run.best, polish=not ch.stopping)
+        if run.target is not None:
+            ch.known.add(run.target)
+    raise AssertionError("unreachable")
+
+
+def _polish(
+    ch: _Channel,
+    config: WorkerConfig,
+    impl: PythonifyImpl,
+    spec_json: str,
+    finding: dict[str, Any],
+) -> tuple[str, dict[str, Any]]:
+    from .shrink import reduce
+
+    target = finding["signature"]
+    best = [(spec_json, finding)]  # the reducer only ever accepts smaller specs
+
+    def still_fails(spec: ProgramSpec) -> bool:
+        ch.poll()
+        if ch.stopping:
+            raise _Stop
+        candidate = spec.to_json()
+        if candidate in ch.avoid:
+            return False
+        ch.send("start", {"spec": candidate, "shrinking": target})
+        result = _run(ch, config, impl, spec)
+        ch.send("done", {**result, "shrinking": target})
+        hit = [f for f in result["findings"] if f["signature"] == target]
+        if hit:
+            best[0] = (candidate, hit[0])
+            ch.send("improved", {"finding": hit[0], "spec": candidate})
+        return bool(hit)
+
+    deadline = time.monotonic() + 0.5 * config.shrink_seconds
+    try:
+        reduce(ProgramSpec.from_json(spec_json), still_fails, deadline=deadline)
+    except _Stop:
+        pass
+    return best[0]
+
+
+def _sub_seed(stream_seed: int, restart: int) -> int:
+    digest = hashlib.sha256(f"{stream_seed}/{restart}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def _shrunk(
+    ch: _Channel,
+    config: WorkerConfig,
+    impl: PythonifyImpl,
+    best: tuple[str, dict[str, Any]],
+    *,
+    polish: bool,
+) -> None:
+    """Polish Hypothesis's result with the spec reducer (it drops arguments, statements and
+    outputs Hypothesis's choice-sequence shrinking rarely can), then run the smallest spec once
+    more into a staging directory of the corpus, so the entry gets the pythonified file of
+    exactly that spec; tell the campaign."""
+    spec_json, finding = best
+    if polish:
+        spec_json, finding = _polish(ch, config, impl, spec_json, finding)
+    staging = None
+    result: dict[str, Any] = {"findings": []}
+    if config.corpus_root is not None:
+        from .corpus import staging_name
+
+        staging = os.path.join(config.corpus_root, staging_name())
+        os.mkdir(staging)
+        ch.send("start", {"spec": spec_json, "shrinking": finding["signature"]})
+        result = _run(ch, config, impl, ProgramSpec.from_json(spec_json), workdir=staging)
+        ch.send("done", {**result, "shrinking": finding["signature"]})
+    sigs = [f["signature"] for f in result["findings"]]
+    ch.send(
+        "shrunk",
+        {
+            "finding": finding,
+            "spec": spec_json,
+            "staging": staging,
+            "confirmed": finding["signature"] in sigs,
+            "cut_by_budget": not polish,
+            "also": [f for f in result["findings"] if f["signature"] != finding["signature"]],
+        },
+    )
