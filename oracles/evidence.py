@@ -21,7 +21,8 @@ class Evidence:
     wrappers: tuple[str, ...] = ()
     ref64: SubjectObs | None = None  # eager in float64, for the tolerance scheme
     # torch's node metadata per graph (pythonify.graph_render.FxNodeMeta), and the file's tables.
-    fx_meta: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    # torch's node metadata per graph; None: the implementation under test does not expose it
+    fx_meta: dict[str, tuple[Any, ...]] | None = field(default_factory=dict)
     file_seq_nr: dict[str, dict[str, int]] | None = None
     file_grad_acc: dict[str, list[str]] | None = None
     excused: list[str] = field(default_factory=list)  # by-design entries that applied

@@ -31,7 +31,7 @@ def _table(nodes: tuple[Any, ...]) -> dict[str, int]:
 
 
 def file_vs_compile(ev: Evidence) -> list[str]:
-    if ev.file_seq_nr is None:
+    if ev.file_seq_nr is None or ev.fx_meta is None:
         return []
     diffs = []
     torch_graphs = set(ev.fx_meta)
@@ -108,7 +108,8 @@ def order_vs_eager(ev: Evidence) -> list[str]:
     ops in the same order. Compared only when eager's nodes are all plain aten backward nodes
     (no CopySlices, no custom Function) and both sides have as many."""
     eager_order = ev.eager.extra.get("autograd_order")
-    fw, bw = ev.fx_meta.get("forward"), ev.fx_meta.get("backward")
+    meta = ev.fx_meta or {}
+    fw, bw = meta.get("forward"), meta.get("backward")
     if not eager_order or fw is None or bw is None or ev.backend != "aot_eager":
         return []  # inductor decomposes before partitioning: one eager node, many aten ops
     names = []
@@ -142,7 +143,9 @@ def order_vs_eager(ev: Evidence) -> list[str]:
 
 
 def check(ev: Evidence) -> list[Finding]:
-    out = []
+    out: list[Finding] = []
+    if ev.fx_meta is None:  # e.g. --pythonify torch: no view of torch's graphs to compare with
+        return out
     if ev.compiled.setup_error is None:
         diffs = invariants(ev.fx_meta) + order_vs_eager(ev)
         if diffs:

@@ -60,7 +60,7 @@ class CampaignConfig:
     shard: tuple[int, int] = (1, 1)
     impl: str = "bundled"
     case_timeout: float = 60.0
-    shrink_seconds: float | None = None  # default: 5% of the budget, within [10, 60] s
+    shrink_seconds: float | None = None  # default: 5% of the budget, within [10, 30] s
     recycle_cases: int = 300
     grace_s: float = 15.0
     json_path: Path | None = None
@@ -72,7 +72,7 @@ class CampaignConfig:
     def shrink_s(self) -> float:
         if self.shrink_seconds is not None:
             return self.shrink_seconds
-        return min(60.0, max(10.0, 0.05 * self.budget_s))
+        return min(30.0, max(10.0, 0.05 * self.budget_s))
 
 
 @dataclass

@@ -18,7 +18,8 @@ class Produced:
     compiled: Any  # the torch.compile callable that ran the one compile
     path: Path  # the pythonified file
     wrapper_paths: list[str]
-    fx_meta: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    # torch's node metadata per graph (seq_nr oracle); None when the implementation has none
+    fx_meta: dict[str, tuple[Any, ...]] | None = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -147,4 +148,4 @@ class TorchPythonify:
                     v.copy_(saved[k])
         if not path.is_file():
             raise RuntimeError(f"torch.compile(pythonify={str(path)!r}) wrote no file")
-        return Produced(compiled, path, [], {}, {"compile_s": elapsed})
+        return Produced(compiled, path, [], None, {"compile_s": elapsed})

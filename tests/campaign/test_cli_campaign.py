@@ -1,0 +1,97 @@
+"""`pyfy-fuzz run` / `replay`: every bad flag is one line on stderr and exit status 2, before
+any worker starts."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from pyfy_fuzz.cli import main
+from pyfy_fuzz.cli_campaign import print_summary
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["run", "--budget", "1m30h"], "not a duration"),
+        (["run", "--budget", "0s"], "longer than 0"),
+        (["run", "--shard", "3/2"], "1 <= K <= N"),
+        (["run", "--workers", "0"], "--workers must be at least 1"),
+        (["run", "--wrappers", "dedupe,nope"], "unknown or no families ['nope']"),
+        (["run", "--max-cases", "0"], "--max-cases"),
+        (["run", "--case-timeout", "0"], "--case-timeout"),
+        (["run", "--device", "cuda"], "no usable GPU"),
+        (["run", "--pythonify", "torch"], "has no torch.compile(pythonify=...)"),
+        (["replay", "/no/such/corpus"], "no such corpus or entry"),
+    ],
+)
+def test_bad_input_is_exit_2_with_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import torch
+
+    if "cuda" in argv and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert main([*argv, *(["--corpus", str(tmp_path / "c")] if argv[0] == "run" else [])]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("pyfy-fuzz: error: ") and message in err[0]
+    assert not (tmp_path / "c").exists()  # nothing was started or created
+
+
+def test_unusable_corpus_and_json_paths(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "file").write_text("")
+    assert main(["run", "--budget", "5s", "--corpus", str(tmp_path / "file")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    assert main(["run", "--json", str(tmp_path / "no" / "s.json")]) == 2
+    assert "does not exist or is not writable" in capsys.readouterr().err
+
+
+def test_replay_of_an_empty_corpus_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "junk").mkdir()
+    assert main(["replay", str(tmp_path / "c")]) == 2
+    captured = capsys.readouterr()
+    assert "no case.json" in captured.err and "no corpus entries" in captured.err
+
+
+@pytest.mark.parametrize("command", ["run", "replay"])
+def test_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main([command, "--help"])
+    assert e.value.code == 0
+    assert "Exit status" in capsys.readouterr().out
+
+
+def test_summary_lists_findings_with_their_paths() -> None:
+    summary = {
+        "cases": 120,
+        "elapsed_s": 61.0,
+        "cases_per_min": 118.0,
+        "shrink_cases": 30,
+        "torch": "2.13.0",
+        "known_seen": {"a": 2},
+        "config": {"backend": "aot_eager", "device": "cpu", "workers": 2, "shard": "1/1"},
+        "findings": [
+            {
+                "signature": "crash.exceptions.x",
+                "kind": "crash",
+                "oracle": "exceptions",
+                "subject": "pythonify",
+                "wrappers": [],
+                "path": "corpus/crash.exceptions.x",
+            }
+        ],
+        "wrapper_hits": {"dedupe/duplicate_args": 7},
+        "deaths": {},
+        "notes": [],
+    }
+    out = io.StringIO()
+    print_summary(json.loads(json.dumps(summary)), out)
+    text = out.getvalue()
+    assert "120 cases in 1m1s (118/min" in text
+    assert "corpus/crash.exceptions.x" in text and "dedupe/duplicate_args 7" in text
