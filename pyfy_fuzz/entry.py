@@ -37,11 +37,12 @@ def readme(case: dict[str, Any], *, has_pythonified: bool) -> str:
     how = [f"backend={case['backend']}", f"device={case['device']}"]
     how += [f"{k}={plan[k]}" for k in ("frontend", "mode", "dynamic") if plan.get(k)]
     shrink = case.get("shrink") or {}
-    shrunk = (
-        "shrink interrupted (budget or worker death): the smallest spec seen is saved"
-        if shrink.get("interrupted")
-        else f"shrunk by {shrink.get('by', '?')} in {shrink.get('cases', '?')} cases"
-    )
+    if shrink.get("interrupted"):
+        shrunk = "shrink interrupted (budget or worker death): the smallest spec seen is saved"
+    else:
+        shrunk = f"shrunk by {shrink.get('by', '?')}" + (
+            f" in {shrink['cases']} cases" if "cases" in shrink else ""
+        )
     expected = (
         "expected to keep failing on stock torch (a torch bug): `pyfy-fuzz replay` reports it "
         "as a known failure until torch fixes it"
@@ -62,6 +63,8 @@ def readme(case: dict[str, Any], *, has_pythonified: bool) -> str:
         f"- Seen {case.get('count', 1)} time(s); {shrunk}.",
         f"- Status: {expected}.",
     ]
+    if case.get("triage"):
+        lines.append(f"- Triage: {case['triage']}")
     if case.get("reason"):
         lines.append(f"- The worker died: {case['reason']} during {case.get('phase') or 'setup'}.")
     lines += [

@@ -15,6 +15,8 @@ except the last calls' outputs, re-read after all calls to catch a replay that o
 
 from __future__ import annotations
 
+import builtins
+import re
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,6 +53,8 @@ class ExcObs:
             mro = (f"{mro[0]}({type(inner).__name__})", *mro)
             text = f"{type(inner).__name__}: {inner}".strip()
             inner_mro = tuple(f"{c.__module__}.{c.__qualname__}" for c in type(inner).__mro__)
+        elif type(exc).__name__ == "TorchRuntimeError":
+            inner_mro = _wrapped_type_mro(text)
         lines = (text.splitlines() or [""])[0][:300]
         tail = "".join(traceback.format_exception(exc)[-6:])[-2000:]
         return ExcObs(mro[0], mro, lines, phase, tail, inner_mro)
@@ -72,6 +76,20 @@ class ExcObs:
         if self.type_name.startswith(dynamo) and not other.type_name.startswith(dynamo):
             return other.type_name in self.inner_mro
         return other.type_name in self.type_mro
+
+
+_WRAPPED = re.compile(r"\bgot (\w+)\(")
+
+
+def _wrapped_type_mro(text: str) -> tuple[str, ...]:
+    """Dynamo raises TorchRuntimeError *from None* when running a node on fake tensors fails
+    ("... got RuntimeError(\"shape '[1]' is invalid ...\")"): the user-level error survives
+    only in the message. Recover its type when it is a builtin one."""
+    m = _WRAPPED.search(text)
+    cls = getattr(builtins, m.group(1), None) if m else None
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+        return ()
+    return tuple(f"{c.__module__}.{c.__qualname__}" for c in cls.__mro__)
 
 
 def unwrap_exception(exc: BaseException) -> BaseException:

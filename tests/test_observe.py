@@ -102,3 +102,29 @@ def test_backend_compiler_failed_is_judged_by_what_the_compiler_raised():
     same = ExcObs.of(BackendCompilerFailed(RuntimeError("view modified in place")), "call")
     crash = ExcObs.of(BackendCompilerFailed(AssertionError("internal")), "call")
     assert same.is_a(eager) and not crash.is_a(eager)
+
+
+def test_a_dynamo_error_raised_from_none_is_the_users_error() -> None:
+    """Dynamo raises TorchRuntimeError *from None* when fake-tensor propagation fails: the
+    program's own RuntimeError survives only in the message, and must still count as eager's
+    (a 20-minute campaign reported 7 false guard findings before this)."""
+    import torch._dynamo
+
+    from pyfy_fuzz.observe import ExcObs
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return x.view((1,))
+
+    x = torch.randn(2)
+    try:
+        f(x)
+    except RuntimeError as e:
+        eager = ExcObs.of(e, "call")
+    torch._dynamo.reset()
+    try:
+        torch.compile(f, backend="aot_eager")(x)
+    except Exception as e:
+        assert type(e).__name__ == "TorchRuntimeError" and e.__cause__ is None
+        compiled = ExcObs.of(e, "call")
+    assert compiled.is_a(eager)
+    assert not eager.is_a(compiled)

@@ -100,7 +100,10 @@ def _cg_hand_out(static_outputs, static_inputs, args):
 
     An output whose storage is an input's is not copied: it is rebuilt as the same view of the
     caller's tensor for that input (for a static input, the live parameter itself), which is
-    what running the function eagerly returns.
+    what running the function eagerly returns. A tensor the graph returns twice is handed out
+    once, twice; a view of an earlier output is rebuilt as a view of what was handed out for it
+    (AOTAutograd regenerates a user's view of an output from that output: its `_base` must be
+    the output itself, as without CUDA graphs).
     """
     input_storage: dict = {}  # storage address -> index of the first input using it
     for i, s in enumerate(static_inputs):
@@ -109,10 +112,21 @@ def _cg_hand_out(static_outputs, static_inputs, args):
             if ptr != 0:
                 input_storage.setdefault(ptr, i)
     copies: dict = {}  # storage address of a static output -> its copy
+    handed: dict = {}  # id of a static output tensor -> what was handed out for it
     result = []
     for o in static_outputs:
         if not isinstance(o, torch.Tensor):
             result.append(o)  # a non-tensor output is a constant of the recording
+            continue
+        if id(o) in handed:  # the graph returned one tensor twice: hand out one tensor twice
+            result.append(handed[id(o)])
+            continue
+        if o._base is not None and id(o._base) in handed:
+            # a view of another output (e.g. the base AOTAutograd regenerates a view from)
+            # stays a view of what was handed out for it
+            out = handed[id(o._base)].as_strided(o.size(), o.stride(), o.storage_offset())
+            handed[id(o)] = out
+            result.append(out)
             continue
         ptr = o.untyped_storage().data_ptr()
         owner = input_storage.get(ptr) if ptr != 0 else None
@@ -138,6 +152,7 @@ def _cg_hand_out(static_outputs, static_inputs, args):
         else:
             out = torch.empty(0, dtype=o.dtype, device=o.device)
             out.set_(storage, o.storage_offset(), o.size(), o.stride())
+        handed[id(o)] = out
         result.append(out)
     return result
 

@@ -107,3 +107,22 @@ def test_replayed_view_of_an_intermediate_stays_a_view(tmp_path):
         assert out._base is not None, f"call {k}"
         assert (out._base is not None) == (res.compiled(*make(k))[0]._base is not None)
         torch.testing.assert_close(out, f(*make(k))[0], rtol=0, atol=0)
+
+
+def test_a_user_view_of_an_output_stays_a_view_of_that_output_on_replay(tmp_path):
+    """Found by the 20-minute campaign (pythonify-divergence.aliasing.13551d5901c6): the graph
+    returns v0 twice (the user's output and the base AOTAutograd regenerates v2 from); replay
+    handed out two tensors over one storage copy, so v2._base was not the output v0."""
+
+    def f(a0):
+        v0 = a0.cos()
+        return v0, v0.view((2,))
+
+    r = pythonify(f, (torch.randn(1, 2),), tmp_path / "f.py", mode="reduce-overhead")
+    mod = load(r.path, bind=f)
+    for seed in range(3):  # warm-up, capture, replays
+        x = torch.randn(1, 2, generator=torch.Generator().manual_seed(seed))
+        got, want = mod.call(x.clone()), r.compiled(x.clone())
+        assert got[1]._base is got[0] and want[1]._base is want[0]
+        assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    assert mod._cudagraph_inference.num_replays >= 1
