@@ -131,8 +131,18 @@ def order_vs_eager(ev: Evidence) -> list[str]:
     )
     if len(groups) != len(names) or any(g not in forward_ops for g in groups):
         return []
+    eager_ops = {op for op, _, _ in names}
+
+    def ran_in_eager(op: str) -> bool:
+        return any(e in op or op in e for e in eager_ops)
+
     for k, (g, (eager_op, node_name, _)) in enumerate(zip(groups, names, strict=True)):
         ops = forward_ops[g]
+        if not any(ran_in_eager(op) for op in ops):
+            # Only ops the partitioner derived for backward carry this seq_nr (e.g. the cos
+            # that sin_'s backward needs, computed in the forward): nothing to name the group
+            # by, so its place in the order cannot be judged.
+            continue
         if not any(eager_op in op or op in eager_op for op in ops):
             return [
                 f"by seq_nr, backward group {k} of the compiled graph maps to forward "

@@ -403,10 +403,15 @@ def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(a, b)
 
 
-def _fresh_call(program: Any, target: Target, seed: int) -> tuple[tuple[Any, ...], Any] | ExcObs:
+def _fresh_call(
+    program: Any, target: Target, seed: int, watermark: list[int] | None = None
+) -> tuple[tuple[Any, ...], Any] | ExcObs:
     """One more seeded call on fresh inputs, outside the plan's `drive` (no backward):
-    (args, output), or what it raised. Grad mode is restored either way."""
+    (args, output), or what it raised. Grad mode is restored either way. `watermark` gets the
+    first autograd sequence number the call can give a node."""
     args = program.make_inputs(seed)
+    if watermark is not None:
+        watermark.append(_next_sequence_nr())
     torch.manual_seed(seed)
     try:
         return args, target.call(*args)
@@ -414,6 +419,13 @@ def _fresh_call(program: Any, target: Target, seed: int) -> tuple[tuple[Any, ...
         return ExcObs.of(exc, "probe-call")
     finally:
         torch.set_grad_enabled(True)
+
+
+def _next_sequence_nr() -> int:
+    """Sequence numbers count up per thread as autograd nodes are made: make one, read it."""
+    with torch.enable_grad():
+        probe = torch.zeros((), requires_grad=True) * 1
+    return int(probe.grad_fn._sequence_nr()) + 1  # type: ignore[union-attr]
 
 
 def _requiring_grad(out: Any) -> list[torch.Tensor]:
@@ -482,10 +494,14 @@ def version_probe(program: Any, target: Target, seed: int) -> ExcObs | str | Non
 def autograd_order(program: Any, target: Target, seed: int) -> list[tuple[str, int]] | None:
     """The backward nodes eager's engine runs, in order, with their sequence numbers.
 
-    AccumulateGrad and error nodes carry UINT64_MAX and are left out (seeds/004)."""
-    called = _fresh_call(program, target, seed)
+    AccumulateGrad and error nodes carry UINT64_MAX and are left out (seeds/004), and so are
+    nodes made before the call (e.g. the clone that makes a non-leaf argument): the compiled
+    backward covers the function only."""
+    watermark: list[int] = []
+    called = _fresh_call(program, target, seed, watermark)
     if isinstance(called, ExcObs):
         return None
+    first = watermark[0]
     diff = _requiring_grad(called[1])
     if not diff:
         return None
@@ -502,7 +518,7 @@ def autograd_order(program: Any, target: Target, seed: int) -> list[tuple[str, i
             continue
         seen.add(id(node))
         seq = node._sequence_nr()
-        if seq < 2**63 - 1 and type(node).__name__ != "AccumulateGrad":
+        if first <= seq < 2**63 - 1 and type(node).__name__ != "AccumulateGrad":
 
             def pre(grad_outputs: Any, node: Any = node, seq: int = seq) -> None:
                 order.append((type(node).__name__, seq))

@@ -188,3 +188,37 @@ def test_torch_backward_bug_is_reproduced_by_the_file_not_blamed_on_it():
     ]
     if not any(f.kind == "crash" and f.subject == "torch.compile" for f in r.findings):
         pytest.skip(f"this torch ({torch.__version__}) no longer has the bug")
+
+
+@pytest.mark.parametrize(
+    "spec_json",
+    [
+        # a non-leaf argument (made by a clone in make_inputs) mutated in place: eager's
+        # backward also runs the clone's node, which is not the function's
+        '{"body": [{"args": ["a1", 2], "ctx": null, "op": "mul_", "outs": []}], "family": '
+        '"input_mutation", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, '
+        '"value": 0, "views": []}, {"kind": "root", "of": 0, "root": 1, "value": 0, "views": '
+        '[]}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "a0", "value": '
+        '0}, {"items": [], "kind": "ref", "ref": "a0", "value": 0}], "plan": {"backward": true, '
+        '"calls": 1, "dynamic": false, "frontend": "dynamo", "mode": null, "saved_tensor_hooks"'
+        ': false, "second_backward": null, "tangents": "ones", "variant": null}, "roots": '
+        '[{"dtype": "float32", "grad": "nonleaf", "layout": "contiguous", "shape": [], '
+        '"subclass": null}, {"dtype": "float32", "grad": "nonleaf", "layout": "contiguous", '
+        '"shape": [], "subclass": null}], "version": 1}',
+        # sin_ of an intermediate: the partitioner computes sin's backward cos in the forward,
+        # with sin_'s seq_nr; no eager node is named cos
+        '{"body": [{"args": ["a0", "p0"], "ctx": null, "op": "add", "outs": ["v0"]}, {"args": '
+        '["v0"], "ctx": null, "op": "sin_", "outs": []}], "family": "module", "functions": [], '
+        '"inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": '
+        '{"batchnorm": null, "buffers": [], "full_backward_hook": false, "params": [[0]], '
+        '"tied": false}, "outputs": [{"items": [], "kind": "ref", "ref": "v0", "value": 0}], '
+        '"plan": {"backward": true, "calls": 1, "dynamic": false, "frontend": "dynamo", "mode": '
+        'null, "saved_tensor_hooks": false, "second_backward": null, "tangents": "ones", '
+        '"variant": null}, "roots": [{"dtype": "float32", "grad": "none", "layout": '
+        '"contiguous", "shape": [1, 0], "subclass": null}], "version": 1}',
+    ],
+    ids=["clone-of-a-nonleaf-argument", "cos-derived-in-forward"],
+)
+def test_seq_nr_order_false_positives_of_the_20_minute_campaign(spec_json: str) -> None:
+    r = run_case(ProgramSpec.from_json(spec_json))
+    assert not [f for f in r.findings if f.oracle == "seq_nr"], [f.explanation for f in r.findings]
