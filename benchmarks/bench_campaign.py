@@ -107,9 +107,7 @@ def main() -> int:
         "cores": cores,
         "worker_rss_mib_peak": round(max(peak) / 2**20) if peak else None,
         "worker_rss_mib_after_1min": (
-            [round(max(s["rss"]) / 2**20) for s in warm[:: max(1, len(warm) // 5)]]
-            if warm
-            else []
+            [round(max(s["rss"]) / 2**20) for s in warm[:: max(1, len(warm) // 5)]] if warm else []
         ),
         "deaths": summary["deaths"],
         "recycled": summary["recycled"],

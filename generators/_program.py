@@ -2,7 +2,8 @@
 
 The module is written to a file and imported under a name derived from the source's hash, and
 registered in sys.modules, so classes it defines (custom autograd.Functions, the MirrorTensor
-subclass) are importable by name, as Dynamo and the pythonified file need.
+subclass) are importable by name, as Dynamo and the pythonified file need. The device is part
+of the source (its `DEVICE` constant), so one spec on two devices is two modules.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ class Program:
     def name(self) -> str:
         return self.module.__name__
 
+    @property
+    def device(self) -> str:
+        """Where every tensor the program creates lives (the module's own `DEVICE`)."""
+        return str(self.module.DEVICE)
+
     def make_fn(self) -> Any:
         """The function, or a fresh nn.Module with the spec's deterministic initial state."""
         return self.module.make_fn()
@@ -55,9 +61,12 @@ def _cache_dir() -> Path:
     return d
 
 
-def materialize(spec: ProgramSpec, directory: str | os.PathLike[str] | None = None) -> Program:
-    """Render `spec`, write it to `directory` (a per-user temp dir by default) and import it."""
-    source = render(spec)
+def materialize(
+    spec: ProgramSpec, directory: str | os.PathLike[str] | None = None, device: str = "cpu"
+) -> Program:
+    """Render `spec` for `device`, write it to `directory` (a per-user temp dir by default) and
+    import it."""
+    source = render(spec, device)
     name = "pyfy_program_" + hashlib.sha1(source.encode()).hexdigest()[:16]
     where = Path(directory) if directory is not None else _cache_dir()
     path = where / f"{name}.py"

@@ -1,13 +1,18 @@
 """render(spec) -> the source of a standalone module that needs only torch.
 
 The module defines `make_fn()` (the function, or a fresh nn.Module), `make_inputs(seed,
-variant)` (arguments with the spec's aliasing structure, deterministic per seed), `PLAN` and
-`SPEC`. Running it as a script calls the program eagerly as the plan says and prints the
+variant)` (arguments with the spec's aliasing structure, deterministic per seed), `PLAN`, `SPEC`
+and `DEVICE`. Running it as a script calls the program eagerly as the plan says and prints the
 results, so a saved case is readable and runnable without pyfy-fuzz.
+
+Every tensor the module creates lives on `DEVICE`. Random values are drawn from a CPU generator
+and then moved, so a program's inputs, parameters and tangents hold the same values on every
+device and a case found on one device replays on another.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict
 
 from ._spec import FunctionSpec, InputSpec, ModuleSpec, OutSpec, ProgramSpec, RootSpec, Stmt
@@ -38,6 +43,7 @@ def _root(g, shape, dtype, layout, grad, subclass=None, variant=None):
         s = torch.randint(0, 2, storage_shape, generator=g).bool()
     else:
         s = torch.randint(-4, 5, storage_shape, generator=g).to(dtype)
+    s = s.to(DEVICE)  # the storage moves, before autograd and views are layered on it
     if grad == "nonleaf":
         s = s.requires_grad_().clone()
     if layout == "transposed":
@@ -63,7 +69,7 @@ def _root(g, shape, dtype, layout, grad, subclass=None, variant=None):
 
 def _set_shared(root, size, stride, offset):
     """A tensor over root's storage made with set_: shares memory, has no _base."""
-    t = torch.empty(0, dtype=root.dtype)
+    t = torch.empty(0, dtype=root.dtype, device=root.device)
     t.set_(root.untyped_storage(), offset, size, stride)
     return t
 
@@ -110,9 +116,9 @@ def _drive(call, args, seed, leaves):
     terms = []
     for o in diff:
         if PLAN["tangents"] == "ones":
-            t = torch.ones(o.shape, dtype=o.dtype)
+            t = torch.ones(o.shape, dtype=o.dtype, device=o.device)
         else:
-            t = torch.randn(o.shape, generator=g).to(o.dtype)
+            t = torch.randn(o.shape, generator=g).to(o.device, o.dtype)
         terms.append((o * t).sum())
     loss = sum(terms)
     loss.backward(retain_graph=PLAN["second_backward"] == "retain")
@@ -315,7 +321,11 @@ def _stmt_lines(stmt: Stmt) -> list[str]:
         src, vop = a[0], str(stmt.args[1])
         line = f"{lhs} = {view_expr(src, vop, stmt.args[2:])}"
     elif op == "index_put_":
-        line = f"{a[0]}.index_put_((torch.tensor([{a[1]}]),), torch.tensor(2, dtype={a[0]}.dtype))"
+        at = f"device={a[0]}.device"
+        line = (
+            f"{a[0]}.index_put_((torch.tensor([{a[1]}], {at}),), "
+            f"torch.tensor(2, dtype={a[0]}.dtype, {at}))"
+        )
     elif op in _METHODS:
         line = f"{a[0]}.{op}({', '.join(a[1:])})"
     elif op == "set_grad_enabled":
@@ -474,16 +484,18 @@ def _module_init(m: ModuleSpec) -> list[str]:
     ]
     for i, shape in enumerate(m.params):
         lines.append(
-            f"        self.p{i} = torch.nn.Parameter(torch.randn({tuple(shape)!r}, generator=g))"
+            f"        self.p{i} = torch.nn.Parameter("
+            f"torch.randn({tuple(shape)!r}, generator=g).to(DEVICE))"
         )
     if m.tied:
         lines.append(f"        self.p{len(m.params)} = self.p0  # tied")
     for i, shape in enumerate(m.buffers):
         lines.append(
-            f'        self.register_buffer("b{i}", torch.randn({tuple(shape)!r}, generator=g))'
+            f'        self.register_buffer("b{i}", '
+            f"torch.randn({tuple(shape)!r}, generator=g).to(DEVICE))"
         )
     if m.batchnorm is not None:
-        lines.append(f"        self.bn = torch.nn.BatchNorm1d({m.batchnorm})")
+        lines.append(f"        self.bn = torch.nn.BatchNorm1d({m.batchnorm}, device=DEVICE)")
     return lines
 
 
@@ -528,8 +540,14 @@ def _uses(spec: ProgramSpec, *ops: str) -> bool:
     return any(s.op in ops for s in spec.body)
 
 
-def render(spec: ProgramSpec) -> str:
-    """The standalone source of `spec` (see the module docstring)."""
+# A torch device string ("cpu", "cuda", "cuda:1", "meta"); torch checks the type at import.
+_DEVICE_RE = re.compile(r"[a-z][a-z0-9_]*(:[0-9]+)?")
+
+
+def render(spec: ProgramSpec, device: str = "cpu") -> str:
+    """The standalone source of `spec` (see the module docstring), its tensors on `device`."""
+    if not isinstance(device, str) or not _DEVICE_RE.fullmatch(device):
+        raise ValueError(f"device must be a torch device string like 'cuda', got {device!r}")
     parts = [
         f'"""pyfy-fuzz program (family {spec.family}). Needs only torch: python this_file.py"""',
         "",
@@ -542,6 +560,7 @@ def render(spec: ProgramSpec) -> str:
         parts.append("from torch.utils._python_dispatch import return_and_correct_aliasing")
     if any(f.once_differentiable for f in spec.functions):
         parts.append("from torch.autograd.function import once_differentiable")
+    parts += ["", f"DEVICE = {device!r}"]
     parts.append(_PRELUDE)
     if "mirror" in subclasses:
         parts.append(_MIRROR)

@@ -27,7 +27,7 @@ def entry_files(case: dict[str, Any], *, has_pythonified: bool) -> dict[str, str
     }
     return {
         "repro.py": render_repro(spec, finding, backend=case["backend"], device=case["device"]),
-        "program.py": render(spec),
+        "program.py": render(spec, case["device"]),
         "README.md": readme(case, has_pythonified=has_pythonified),
     }
 

@@ -2,7 +2,8 @@
 
 Floating tensors become float64 over float64 copies of their storages, so tensors that shared
 memory still do (a write through one is seen by the other); integer, bool and subclass tensors
-pass through. Leaves keep requires_grad; non-leaves get a grad_fn in place. The scheme is that
+pass through. Copies stay on the original's device (set_ refuses a storage on another device).
+Leaves keep requires_grad; non-leaves get a grad_fn in place. The scheme is that
 of pythonify's input copies, kept apart on purpose: the reference must not share code with the
 subject under test.
 """
@@ -31,15 +32,16 @@ def to_fp64(args: tuple[Any, ...]) -> tuple[Any, ...]:
         key = st._cdata  # the storage's identity: every empty storage has data_ptr 0
         with torch.no_grad():
             if key not in storages:
-                flat = torch.empty(0, dtype=t.dtype).set_(st)
+                flat = torch.empty(0, dtype=t.dtype, device=t.device).set_(st)
                 storages[key] = flat.double().untyped_storage()
-            new = torch.empty(0, dtype=torch.float64)
+            new = torch.empty(0, dtype=torch.float64, device=t.device)
             new.set_(storages[key], t.storage_offset(), t.size(), t.stride())
         if t.requires_grad:
             if t.is_leaf:
                 new.requires_grad_()
             else:
-                new = new.mul_(torch.ones((), dtype=torch.float64, requires_grad=True))
+                one = torch.ones((), dtype=torch.float64, device=t.device, requires_grad=True)
+                new = new.mul_(one)
         memo[id(t)] = new
         return new
 

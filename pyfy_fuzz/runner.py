@@ -41,6 +41,7 @@ from .subjects import (
 )
 
 BACKENDS = ("aot_eager", "inductor")
+DEVICES = ("cpu", "cuda")
 
 
 @dataclass
@@ -94,10 +95,7 @@ def run_case(
     kills the interpreter is attributed to the subject that was running."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if device != "cpu":
-        raise NotImplementedError(
-            "the runner builds inputs on the CPU; --device cuda lands with the campaign issue"
-        )
+    _check_device(device)
     impl = impl or BundledPythonify()
     timings: dict[str, float] = {}
     t_start = time.perf_counter()
@@ -110,7 +108,7 @@ def run_case(
         return now
 
     phase("materialize")
-    program = materialize(spec)
+    program = materialize(spec, device=device)
     plan = program.plan
     t = lap("materialize_s", t_start)
     torch._dynamo.reset()
@@ -168,7 +166,13 @@ def run_case(
         mode=plan.mode,
         wrappers=tuple(produced.wrapper_paths) if produced else (),
         ref64=ref64,
-        fx_meta=dict(produced.fx_meta) if produced else {},
+        fx_meta=(
+            None
+            if produced and produced.fx_meta is None
+            else dict(produced.fx_meta or {})
+            if produced
+            else {}
+        ),
         file_seq_nr=getattr(file_mod, "SEQ_NR", None),
         file_grad_acc=getattr(file_mod, "GRADIENT_ACC_NODES", None),
     )
@@ -192,6 +196,18 @@ def run_case(
         pythonified_path=produced.path if produced else None,
         evidence=ev if keep_evidence else None,
     )
+
+
+def _check_device(device: str) -> None:
+    """Refuse before any work: a CUDA case on a machine without a GPU would otherwise fail
+    inside the program's own make_inputs, which reads as a pyfy-fuzz bug."""
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(
+            "device='cuda' needs a GPU, but torch.cuda.is_available() is False "
+            f"(torch {torch.__version__}, built with CUDA {torch.version.cuda})"
+        )
 
 
 def _same_crash(once: Any, compiled: SubjectObs) -> bool:
