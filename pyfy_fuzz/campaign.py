@@ -145,8 +145,9 @@ class Campaign:
         self.reductions: list[threading.Thread] = []
         self._lock = threading.Lock()
         self._saves: list[tuple[str, str, dict[str, Any]]] = []  # (sig, spec, shrink info)
+        self._replayed_database = False
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        total = _memory_limit()
         per_worker = total // max(1, config.workers)
         self.rss_soft = int(min(3 << 30, 0.5 * per_worker))
         self.rss_hard = int(min(2 * self.rss_soft, 0.8 * per_worker))
@@ -178,6 +179,9 @@ class Campaign:
             threads=self.threads,
             known=sorted(self.known | set(self.stats.new)),
             avoid=list(self.avoid),
+            owner_pid=os.getpid(),
+            # Finish shrinks a killed run left in the example database: one worker, once.
+            replay_database=not self._replayed_database,
         )
 
     # -- the loop ----------------------------------------------------------------------------
@@ -193,6 +197,7 @@ class Campaign:
             while time.monotonic() < self.deadline and not self._enough():
                 for ev in self.pool.poll(0.25):
                     self._handle(ev, running=True)
+                self._serve_to_explore()
                 self._save_reduced()
                 progress.update()
         finally:
@@ -220,6 +225,7 @@ class Campaign:
         gid, seed = self.streams.take()
         self.stream_of[slot] = seed
         self.pool.start(slot, "explore", {"seed": seed, "deadline": self.deadline, "stream": gid})
+        self._replayed_database = True
 
     def _serve_wanted(self) -> bool:
         busy = any(t.is_alive() for t in self.reductions)
@@ -246,10 +252,16 @@ class Campaign:
                 self.stats.recycled += 1
             if running and time.monotonic() < self.deadline and not self._enough():
                 self._start(ev.slot)
-        if running and not any(t.is_alive() for t in self.reductions):
-            for s in self.pool.slots:  # reductions over: serve slots go back to exploring
-                if s.mode == "serve" and s.job is None and self.pool.alive(s.index):
-                    self.pool.send(s.index, "stop")
+
+    def _serve_to_explore(self) -> None:
+        """Reductions over: an idle serve worker is stopped and comes back exploring (checked
+        every turn of the loop: an idle worker sends nothing that would trigger it)."""
+        if any(t.is_alive() for t in self.reductions):
+            return
+        for s in self.pool.slots:
+            if s.mode == "serve" and s.job is None and not s.told_to_stop:
+                if self.pool.alive(s.index):
+                    self.pool.tell_stop(s.index)
 
     def _on_done(self, r: dict[str, Any]) -> None:
         if r.get("job") is not None:
@@ -305,6 +317,7 @@ class Campaign:
             "seconds": round(time.monotonic() - new.started, 1),
             "confirmed": bool(p.get("confirmed")),
             "cut_by_budget": bool(p.get("cut_by_budget")),
+            "complete": bool(p.get("complete")),
         }
         self._save(new, staging, info)
 
@@ -312,7 +325,13 @@ class Campaign:
         self.stats.deaths[died.kind] += 1
         if serve or died.spec is None:
             return  # a reduction's candidate (the reducer sees it) or nothing was running
-        reason = "memory" if died.reason.startswith("memory") else died.reason
+        reason = (
+            "timeout"
+            if died.kind == "hang"
+            else "memory"
+            if died.reason.startswith("memory")
+            else died.reason
+        )
         finding = Finding(
             kind=died.kind,
             oracle="timeout" if died.kind == "hang" else "interpreter",
@@ -322,8 +341,6 @@ class Campaign:
             exc_type=reason,
         ).to_dict()
         sig = finding["signature"]
-        self.avoid.append(died.spec)
-        self.pool.broadcast("avoid", [died.spec])
         if sig in self.known:
             self.stats.known_seen[sig] += 1
             return
@@ -331,10 +348,15 @@ class Campaign:
             self.stats.new[sig].count += 1
             return
         new = NewFinding(finding, died.spec, _size(died.spec), self.stream_of.get(slot))
-        new.state = "reducing"
         new.extra = {"reason": died.reason, "phase": died.phase, "log_tail": died.log_tail}
         self.stats.new[sig] = new
+        self.avoid.append(died.spec)
+        self.pool.broadcast("avoid", [died.spec])
         self.pool.broadcast("known", [sig])
+        # Saved at once, unreduced (a kill during the reduction must not lose it); the
+        # reduced spec replaces it.
+        self._save(new, None, {"by": "reducer", "provisional": True})
+        new.state = "reducing"
         t = threading.Thread(target=self._reduce, args=(new, died), daemon=True)
         self.reductions.append(t)
         t.start()
@@ -344,6 +366,16 @@ class Campaign:
         from .shrink import reduce
 
         tried = [0]
+        best = [ProgramSpec.from_json(died.spec or "")]
+
+        def same_death(r: Any) -> bool:
+            if not (isinstance(r, Died) and r.kind == died.kind and r.phase == died.phase):
+                return False
+            if died.kind == "hang":
+                return True
+            if died.reason.startswith("memory"):
+                return r.reason.startswith("memory")
+            return r.reason == died.reason
 
         def still_fails(spec: ProgramSpec) -> bool:
             tried[0] += 1
@@ -351,21 +383,19 @@ class Campaign:
                 r = self.pool.submit(spec.to_json()).result()
             except CancelledError:
                 raise _Cancelled from None
-            return (
-                isinstance(r, Died)
-                and r.kind == died.kind
-                and r.phase == died.phase
-                and (r.reason == died.reason or died.reason.startswith("memory"))
-            )
+            if same_death(r):
+                best[0] = spec  # the reducer only tries smaller specs
+                return True
+            return False
 
         t0 = time.monotonic()
         end = min(t0 + self.config.shrink_s, self.deadline)
         spec = ProgramSpec.from_json(died.spec or "")
         try:
             res = reduce(spec, still_fails, deadline=end)
-            best, stopped = res.spec, res.stopped
-        except _Cancelled:
-            best, stopped = spec, "campaign stopped"
+            best[0], stopped = res.spec, res.stopped
+        except _Cancelled:  # the campaign stopped: keep what was accepted so far
+            stopped = "campaign stopped"
         info = {
             "by": "reducer",
             "cases": tried[0],
@@ -373,7 +403,7 @@ class Campaign:
             "stopped": stopped,
         }
         with self._lock:
-            self._saves.append((new.finding["signature"], best.to_json(), info))
+            self._saves.append((new.finding["signature"], best[0].to_json(), info))
 
     def _save_reduced(self) -> None:
         with self._lock:
@@ -399,6 +429,8 @@ class Campaign:
         staging = staging or self.corpus.new_staging()
         f = new.finding
         bug_in = {"torch.compile": "torch", "eager": "torch"}.get(f["subject"], f["subject"])
+        if bug_in == "pythonify" and c.impl == "torch":
+            bug_in = "torch"  # the pythonify under test is torch's own
         case: dict[str, Any] = {
             "format": 1,
             "signature": f["signature"],
@@ -428,7 +460,11 @@ class Campaign:
         }
         has_file = (staging / "pythonified.py").is_file()
         files = entry_files(case, has_pythonified=has_file)
-        path, _ = self.corpus.put(staging, case, files)
+        path, how = self.corpus.put(staging, case, files)
+        if how == "blocked":
+            self.stats.notes.append(
+                f"corpus: {path.name} does not load as an entry; left as it is, not replaced"
+            )
         new.state, new.path, new.count = "saved", path, 0
 
     def _flush_counts(self) -> None:
@@ -485,6 +521,20 @@ class Campaign:
 
 class _Cancelled(Exception):
     pass
+
+
+def _memory_limit() -> int:
+    """Physical memory, or the cgroup's limit when smaller (Slurm, containers): the kernel's
+    OOM killer acts on the cgroup's."""
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return int(total)
 
 
 def run_campaign(config: CampaignConfig) -> CampaignResult:

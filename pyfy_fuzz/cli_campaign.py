@@ -80,13 +80,19 @@ def add_replay_parser(commands: Any) -> None:
             "Re-run corpus entries (a corpus directory, or entry directories). Entries marked "
             'expected "fail" (torch bugs) are known failures; entries marked expected "pass" '
             "(fixed bugs of the bundled generator or of pyfy-fuzz) must not reproduce. "
-            "Exit status: 0 all as expected, 1 an expected-pass entry still fails, 2 usage error."
+            "Exit status: 0 all as expected, 1 an expected-pass entry still fails or an entry "
+            "could not be judged (error), 2 usage error."
         ),
     )
     p.add_argument("paths", nargs="*", type=Path, default=[Path("corpus")], metavar="PATH")
     p.add_argument("--workers", type=int, default=None)
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    p.add_argument("--pythonify", choices=["bundled", "torch"], default="bundled")
+    p.add_argument(
+        "--pythonify",
+        choices=["bundled", "torch"],
+        default=None,
+        help="implementation to replay with (default: the one each entry was found with)",
+    )
     p.add_argument("--case-timeout", type=float, default=120.0)
     p.add_argument("--json", type=Path, default=None, metavar="REPORT.json")
     p.set_defaults(run=cmd_replay)
@@ -101,7 +107,7 @@ def _check_device(device: str) -> None:
             raise _cli_error("--device cuda: no usable GPU (torch.cuda.is_available() is False)")
 
 
-def _check_impl(name: str) -> None:
+def _check_impl(name: str | None) -> None:
     if name == "torch":
         from pyfy_fuzz.subjects.impl import torch_has_pythonify
 
@@ -189,7 +195,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except CorpusError as e:
         raise _cli_error(str(e)) from None
     except WorkerStartError as e:
-        raise _cli_error(f"workers cannot start: {e}") from None
+        raise _cli_error(f"workers cannot start: {str(e).splitlines()[0]}") from None
     print_summary(result.summary, sys.stdout)
     return result.exit_code
 
@@ -249,14 +255,19 @@ def cmd_replay(args: argparse.Namespace) -> int:
     def show(o: Any) -> None:
         print(f"{o.verdict:<15} {o.entry.signature:<48} {o.detail}", flush=True)
 
-    report = replay(
-        args.paths,
-        workers=workers,
-        device=args.device,
-        impl=args.pythonify,
-        case_timeout=args.case_timeout,
-        on_outcome=show,
-    )
+    from pyfy_fuzz.pool import WorkerStartError
+
+    try:
+        report = replay(
+            args.paths,
+            workers=workers,
+            device=args.device,
+            impl=args.pythonify,
+            case_timeout=args.case_timeout,
+            on_outcome=show,
+        )
+    except WorkerStartError as e:
+        raise _cli_error(f"workers cannot start: {str(e).splitlines()[0]}") from None
     for o in report.outcomes:
         if o.verdict == "skipped":
             show(o)

@@ -23,6 +23,7 @@ import os
 import shutil
 import socket
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,8 +60,9 @@ def atomic_write(path: Path, data: str | bytes) -> None:
         raise
 
 
-def staging_name() -> str:
-    return f".tmp-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+def staging_name(pid: int | None = None) -> str:
+    """`.tmp-<host>-<pid>-<random>`; pid is the campaign's, whose death makes it garbage."""
+    return f".tmp-{socket.gethostname()}-{pid or os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
 @dataclass
@@ -133,10 +135,13 @@ class Corpus:
             if p.name.startswith(".old-") and p.is_dir():
                 sig = p.name[len(".old-") :].rsplit("-", 1)[0]
                 target = self.root / sig
-                if not target.exists():
-                    os.rename(p, target)
-                else:
-                    shutil.rmtree(p, ignore_errors=True)
+                with _Lock(self.root / f".lock-{sig}"):  # not while another run replaces it
+                    if not p.exists():
+                        continue
+                    if not target.exists():
+                        os.rename(p, target)
+                    else:
+                        shutil.rmtree(p, ignore_errors=True)
             elif p.name.startswith(".tmp-") and p.is_dir():
                 parts = p.name.split("-")
                 if len(parts) >= 4 and "-".join(parts[1:-2]) == host and not _pid_alive(parts[-2]):
@@ -178,7 +183,9 @@ class Corpus:
         return Entry(p, case)
 
     def known(self) -> set[str]:
-        return set(self.entries)
+        """Signatures a campaign must not report as new: the entries, and directories that
+        look like entries but do not load (a person may be editing one; never replaced)."""
+        return set(self.entries) | {p.path.name for p in self.problems}
 
     # -- writing ---------------------------------------------------------------------------
     def new_staging(self) -> Path:
@@ -189,54 +196,92 @@ class Corpus:
     def put(self, staging: Path, case: dict[str, Any], files: dict[str, str]) -> tuple[Path, str]:
         """Finish `staging` (write `files` and case.json into it) and move it into place.
 
-        Returns (entry path, "new" | "replaced" | "kept"): an existing entry with a repro at
-        least as small is kept and only its count and last_seen are updated."""
+        Returns (entry path, "new" | "replaced" | "kept" | "blocked"): an existing entry with a
+        repro at least as small is kept and only its count and last_seen are updated; a
+        directory of that name that does not load as an entry (hand-edited, newer format) is
+        never touched ("blocked"). Holds a per-signature lock: shards share corpora."""
         sig = case["signature"]
         target = self.root / sig
-        existing = self.entries.get(sig) or (self._load(target) if target.exists() else None)
-        if isinstance(existing, Entry) and existing.size <= tuple(case["size"]):
-            self.bump(sig, case.get("count", 1), existing=existing)
-            shutil.rmtree(staging, ignore_errors=True)
-            return target, "kept"
-        if isinstance(existing, Entry):
-            case["count"] = int(existing.case.get("count", 1)) + int(case.get("count", 1))
-            case["first_seen"] = existing.case.get("first_seen", case.get("first_seen"))
-            for k in ("expected", "bug_in", "triage"):  # a person's judgement survives
-                if k in existing.case:
-                    case[k] = existing.case[k]
-        for name, text in files.items():
-            atomic_write(staging / name, text)
-        atomic_write(staging / CASE, json.dumps(case, indent=1, sort_keys=True) + "\n")
-        _fsync_dir(staging)
-        if not target.exists():
-            try:
+        with _Lock(self.root / f".lock-{sig}"):
+            existing = self._load(target) if target.exists() else None
+            if isinstance(existing, Problem):
+                shutil.rmtree(staging, ignore_errors=True)
+                return target, "blocked"
+            if existing is not None and existing.size <= tuple(case["size"]):
+                self._bump_locked(existing, int(case.get("count", 1)))
+                shutil.rmtree(staging, ignore_errors=True)
+                return target, "kept"
+            if existing is not None:
+                case["count"] = int(existing.case.get("count", 1)) + int(case.get("count", 1))
+                case["first_seen"] = existing.case.get("first_seen", case.get("first_seen"))
+                for k in ("expected", "bug_in", "triage"):  # a person's judgement survives
+                    if k in existing.case:
+                        case[k] = existing.case[k]
+            for name, text in files.items():
+                atomic_write(staging / name, text)
+            atomic_write(staging / CASE, json.dumps(case, indent=1, sort_keys=True) + "\n")
+            _fsync_dir(staging)
+            if existing is None:
                 os.rename(staging, target)
-                _fsync_dir(self.root)
-                self.entries[sig] = Entry(target, case)
-                return target, "new"
-            except OSError:
-                if not target.exists():
-                    raise
-                # another process put it there first: fall through and replace
-        aside = self.root / f".old-{sig}-{uuid.uuid4().hex[:8]}"
-        os.rename(target, aside)
-        os.rename(staging, target)
-        _fsync_dir(self.root)
-        shutil.rmtree(aside, ignore_errors=True)
-        self.entries[sig] = Entry(target, case)
-        return target, "replaced"
+                how = "new"
+            else:
+                aside = self.root / f".old-{sig}-{uuid.uuid4().hex[:8]}"
+                os.rename(target, aside)
+                os.rename(staging, target)
+                shutil.rmtree(aside, ignore_errors=True)
+                how = "replaced"
+            _fsync_dir(self.root)
+            self.entries[sig] = Entry(target, case)
+            return target, how
 
-    def bump(self, sig: str, count: int, *, existing: Entry | None = None) -> None:
-        """Add `count` sightings to an entry (case.json rewritten atomically)."""
-        entry = existing or self.entries.get(sig)
+    def bump(self, sig: str, count: int) -> None:
+        """Add `count` sightings to an entry (case.json rewritten atomically). An entry that
+        was retired (deleted) or no longer loads (being edited) is left alone."""
+        entry = self.entries.get(sig)
         if entry is None or count <= 0:
             return
-        fresh = self._load(entry.path)  # another shard may have bumped it meanwhile
-        case = fresh.case if isinstance(fresh, Entry) else entry.case
+        with _Lock(self.root / f".lock-{sig}"):
+            fresh = self._load(entry.path) if entry.path.is_dir() else None
+            if isinstance(fresh, Entry):
+                self._bump_locked(fresh, count)
+
+    def _bump_locked(self, entry: Entry, count: int) -> None:
+        case = entry.case
         case["count"] = int(case.get("count", 1)) + count
         case["last_seen"] = now_iso()
         atomic_write(entry.path / CASE, json.dumps(case, indent=1, sort_keys=True) + "\n")
-        self.entries[sig] = Entry(entry.path, case)
+        self.entries[entry.signature] = Entry(entry.path, case)
+
+
+class _Lock:
+    """An O_EXCL lock file (works on shared filesystems); a lock older than `stale` seconds
+    is a dead holder's and is broken."""
+
+    def __init__(self, path: Path, stale: float = 120.0, wait: float = 60.0) -> None:
+        self.path, self.stale, self.wait = path, stale, wait
+
+    def __enter__(self) -> None:
+        end = time.monotonic() + self.wait
+        while True:
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                os.write(fd, f"{socket.gethostname()} {os.getpid()}\n".encode())
+                os.close(fd)
+                return
+            except FileExistsError:
+                try:
+                    age = time.time() - self.path.stat().st_mtime
+                except FileNotFoundError:
+                    continue
+                if age > self.stale or time.monotonic() > end:
+                    with contextlib.suppress(FileNotFoundError):
+                        self.path.unlink()
+                    continue
+                time.sleep(0.05)
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
 
 
 def _pid_alive(pid: str) -> bool:

@@ -67,6 +67,12 @@ def readme(case: dict[str, Any], *, has_pythonified: bool) -> str:
         lines.append(f"- Triage: {case['triage']}")
     if case.get("reason"):
         lines.append(f"- The worker died: {case['reason']} during {case.get('phase') or 'setup'}.")
+    if case.get("phase") == "compile":
+        lines.append(
+            "- The compile phase runs torch.compile and pythonify's capture together, so "
+            "`bug_in` is a first guess: `repro.py` compiles with plain torch.compile before it "
+            "loads the pythonified file, and tells which one dies."
+        )
     lines += [
         "",
         "Reproduce:",

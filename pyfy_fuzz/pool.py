@@ -81,6 +81,10 @@ class _Slot:
     log_path: Path | None = None
     ready: bool = False
     failed_starts: int = 0  # deaths before "ready", in a row
+    told_to_stop: bool = False
+    # "known"/"avoid" for an explore worker, merged and sent when it is between cases: a send
+    # to a worker stuck in a case could fill the pipe and block the thread enforcing timeouts.
+    outbox: dict[str, list[Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -117,7 +121,8 @@ class Pool:
         slot.spec = slot.phase = slot.said_bye = slot.kill_reason = None
         slot.job = None
         slot.cases = 0
-        slot.ready = False
+        slot.ready = slot.told_to_stop = False
+        slot.outbox = {}
         parent.send((mode, command))
 
     def alive(self, index: int) -> bool:
@@ -132,16 +137,30 @@ class Pool:
             except (BrokenPipeError, OSError):
                 pass  # it is dying; poll() will report it
 
-    def broadcast(self, tag: str, payload: Any = None, *, exclude: int | None = None) -> None:
+    def broadcast(self, tag: str, payload: list[Any], *, exclude: int | None = None) -> None:
+        """Tell every explore worker (`tag` "known" or "avoid"); queued, merged, and sent when
+        the worker next reports between cases. Serve workers run what they are sent and need
+        neither."""
         for s in self.slots:
-            if s.index != exclude:
-                self.send(s.index, tag, payload)
+            if s.index != exclude and s.mode == "explore":
+                s.outbox.setdefault(tag, []).extend(payload)
+
+    def tell_stop(self, index: int) -> None:
+        self.slots[index].told_to_stop = True
+        self.send(index, "stop")
+
+    def _flush(self, s: _Slot) -> None:
+        for tag, items in s.outbox.items():
+            if items:
+                self.send(s.index, tag, items)
+        s.outbox = {}
 
     def stop(self, grace: float) -> list[Event]:
         """Ask every worker to stop, collect what they still say for up to `grace` seconds,
         then kill the rest (their running case is abandoned, not a finding)."""
         self._stopping = True
-        self.broadcast("stop")  # a serve worker waiting for a job ends on any non-"run" command
+        for s in self.slots:
+            self.tell_stop(s.index)
         events: list[Event] = []
         end = time.monotonic() + grace
         while any(self.alive(s.index) for s in self.slots) and time.monotonic() < end:
@@ -178,7 +197,13 @@ class Pool:
         for s in self.slots:
             if not self._jobs:
                 return
-            if s.mode == "serve" and s.job is None and self.alive(s.index):
+            if (
+                s.mode == "serve"
+                and s.job is None
+                and s.ready
+                and not s.told_to_stop
+                and self.alive(s.index)
+            ):
                 job, spec_json, options = self._jobs.popleft()
                 s.job = job
                 s.spec = spec_json
@@ -209,6 +234,9 @@ class Pool:
 
     def _drain(self, s: _Slot) -> list[Event]:
         events: list[Event] = []
+        # Alive *before* reading: a worker that writes its last messages and exits between our
+        # last read and the check would otherwise lose them ("shrunk", "start" of a fatal case).
+        exited = s.proc is not None and not s.proc.is_alive()
         conn = s.conn
         while conn is not None:
             try:
@@ -218,11 +246,13 @@ class Pool:
             except (EOFError, OSError):
                 break
             events.append(self._on_message(s, tag, payload))
-        if s.proc is not None and not s.proc.is_alive():
+        if exited:
             events.extend(self._on_exit(s))
         return events
 
     def _on_message(self, s: _Slot, tag: str, payload: Any) -> Event:
+        if tag in ("ready", "done", "shrunk"):  # between cases: it reads its pipe next
+            self._flush(s)
         if tag == "ready":
             s.ready, s.failed_starts = True, 0
         elif tag == "start":
@@ -250,7 +280,8 @@ class Pool:
             if s.failed_starts >= 3 and not self._stopping:
                 raise WorkerStartError(
                     f"worker {s.index} died on start-up 3 times ({_exit_reason(proc.exitcode)}); "
-                    f"its log ends with:\n{_tail(s.log_path, 1500)}"
+                    f"log: {s.log_path} (a script that starts a campaign needs an "
+                    "`if __name__ == '__main__':` guard)\n" + _tail(s.log_path, 1500)
                 )
         if s.said_bye is not None and s.spec is None:
             ev = Event(s.index, "exited", s.said_bye)
@@ -264,7 +295,10 @@ class Pool:
             if s.job is not None:
                 fut = self._futures.pop(s.job, None)
                 if fut is not None and not fut.done():
-                    fut.set_result(died)
+                    if self._stopping:  # we killed it: not the job's outcome
+                        fut.cancel()
+                    else:
+                        fut.set_result(died)
         if s.conn is not None:
             s.conn.close()
         s.proc = s.conn = None

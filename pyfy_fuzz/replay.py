@@ -10,7 +10,8 @@ Verdicts, against the entry's ``expected`` (case.json):
 - expected "fail" (a torch bug): reproduces -> ``known-failure``; not -> ``fixed-upstream``
   (worth a look: mark it expected "pass" or retire it);
 - expected "pass" (our bug, fixed): not -> ``pass``; reproduces -> ``FAIL``.
-Exit status 1 when any entry FAILs, 0 otherwise.
+An entry that cannot be judged (the worker died some other way, pyfy-fuzz raised, the case was
+discarded) is an ``error``. Exit status 1 when any entry FAILs or errs, 0 otherwise.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from .worker import WorkerConfig
 @dataclass
 class ReplayOutcome:
     entry: Entry
-    verdict: str  # known-failure | fixed-upstream | pass | FAIL | skipped
+    verdict: str  # known-failure | fixed-upstream | pass | FAIL | error | skipped
     detail: str
     seconds: float = 0.0
 
@@ -44,7 +45,7 @@ class ReplayReport:
 
     @property
     def exit_code(self) -> int:
-        return 1 if any(o.verdict == "FAIL" for o in self.outcomes) else 0
+        return 1 if any(o.verdict in ("FAIL", "error") for o in self.outcomes) else 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,30 +87,41 @@ def collect(paths: list[Path]) -> tuple[list[Entry], list[Problem]]:
     return sorted(entries.values(), key=lambda e: e.signature), problems
 
 
-def _matches(case: dict[str, Any], result: Any) -> tuple[bool, str]:
+def _matches(case: dict[str, Any], result: Any) -> tuple[bool | None, str]:
+    """(reproduced?, detail); None when the replay could not judge: the worker died for
+    another reason, pyfy-fuzz raised, or the case was discarded -- never a pass."""
     if case["kind"] in ("interpreter-crash", "hang"):
         if isinstance(result, Died) and result.kind == case["kind"]:
             return True, f"the worker died again: {result.reason} during {result.phase}"
+        if isinstance(result, Died):
+            return None, f"the worker died otherwise: {result.kind} {result.reason}"
         return False, "the worker survived"
     if isinstance(result, Died):
-        return False, f"the worker died instead ({result.reason} during {result.phase})"
+        return None, f"the worker died ({result.kind}: {result.reason} during {result.phase})"
     sigs = {f["signature"]: f for f in result["findings"]}
     if case["signature"] in sigs:
         lines = sigs[case["signature"]]["explanation"].splitlines()
         first = next((ln.strip(" -") for ln in lines[1:] if ln.strip()), lines[0] if lines else "")
         return True, first[:160]
-    same = [
-        f
-        for f in result["findings"]
-        if (f["kind"], f["oracle"], f["subject"]) == (case["kind"], case["oracle"], case["subject"])
-    ]
+    if result["status"] != "ok":
+        why = result.get("reason") or result.get("traceback", "")[-200:]
+        return None, f"could not compare ({result['status']}): {why}"
+
+    def key(f: dict[str, Any]) -> tuple[Any, ...]:
+        k: tuple[Any, ...] = (f["kind"], f["oracle"], f["subject"])
+        # for pyfy-fuzz's own errors the exception type and place are the finding
+        return (*k, f.get("exc_type")) if case["kind"] == "harness-error" else k
+
+    same = [f for f in result["findings"] if key(f) == key(case)]
     if same:
-        return True, f"reproduces as {same[0]['signature']} (wrapper paths changed)"
+        return True, f"reproduces as {same[0]['signature']} (wrapper paths or exception changed)"
     others = ", ".join(sorted(sigs)) or "no findings"
-    return False, f"not reproduced ({result['status']}; {others})"
+    return False, f"not reproduced ({others})"
 
 
-def _verdict(expected: str, reproduced: bool) -> str:
+def _verdict(expected: str, reproduced: bool | None) -> str:
+    if reproduced is None:
+        return "error"
     if expected == "fail":
         return "known-failure" if reproduced else "fixed-upstream"
     return "FAIL" if reproduced else "pass"
@@ -120,17 +132,23 @@ def replay(
     *,
     workers: int = 1,
     device: str = "cpu",
-    impl: str = "bundled",
+    impl: str | None = None,  # None: each entry with the implementation it was found with
     case_timeout: float = 120.0,
     on_outcome: Any = None,
 ) -> ReplayReport:
     entries, problems = collect(paths)
     report = ReplayReport(problems=problems)
     runnable: list[Entry] = []
+    from .subjects.impl import torch_has_pythonify
+
     for e in entries:
         want = e.case.get("device", "cpu")
         if want != device:
             report.outcomes.append(ReplayOutcome(e, "skipped", f"found on {want}, not {device}"))
+        elif (impl or e.case.get("pythonify")) == "torch" and not torch_has_pythonify():
+            report.outcomes.append(
+                ReplayOutcome(e, "skipped", "found with --pythonify torch; this torch has none")
+            )
         else:
             spec_from_dict(e.case["spec"])  # validated by collect; cheap
             runnable.append(e)
@@ -144,7 +162,7 @@ def replay(
         return WorkerConfig(
             slot=slot,
             device=device,
-            impl=impl,
+            impl=impl or "bundled",
             workdir=str(work / str(slot)),
             log_path=str(work / f"worker-{slot}.log"),
         )
@@ -154,7 +172,12 @@ def replay(
         pool.start(i, "serve")
     futures = []
     for e in runnable:
-        fut = pool.submit(json.dumps(e.case["spec"]), backend=e.case.get("backend", "aot_eager"))
+        fut = pool.submit(
+            json.dumps(e.case["spec"]),
+            backend=e.case.get("backend", "aot_eager"),
+            # the implementation the entry was found with, unless one is asked for
+            impl=impl or e.case.get("pythonify", "bundled"),
+        )
         futures.append((e, fut))
     try:
         pending = list(futures)

@@ -55,6 +55,8 @@ class WorkerConfig:
     max_inputs: int = 3
     database: str | None = None  # Hypothesis example database directory
     corpus_root: str | None = None  # where shrunk cases are staged
+    owner_pid: int | None = None  # the campaign's pid: names stagings (cleanup keys on it)
+    replay_database: bool = False  # replay the example database first (one worker, once)
     workdir: str = "."
     log_path: str | None = None
     recycle_cases: int = 300
@@ -246,14 +248,20 @@ def _recycle_reason(config: WorkerConfig, cases: int) -> str | None:
 
 def _serve(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl) -> str:
     cases = 0
+    impls: dict[str, PythonifyImpl] = {config.impl: impl}  # replay: each entry's own
     while True:
         tag, payload = ch.conn.recv()
-        if tag != "run":
+        if tag == "stop":
             return "stopped"
+        if tag != "run":
+            continue  # nothing else concerns a serve worker
         job_id, spec_json, options = payload
         spec = ProgramSpec.from_json(spec_json)
         ch.send("start", {"spec": spec_json, "job": job_id})
-        result = _run(ch, config, impl, spec, backend=options.get("backend"))
+        name = options.get("impl") or config.impl
+        if name not in impls:
+            impls[name] = make_impl(name)
+        result = _run(ch, config, impls[name], spec, backend=options.get("backend"))
         result["job"] = job_id
         ch.send("done", result)
         cases += 1
@@ -331,7 +339,7 @@ def _explore(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl, job: dict[
     for restart in itertools.count():
         explorer.run = run = _Run()
         phases = [Phase.generate, Phase.shrink]
-        if config.slot == 0 and restart == 0 and database is not None:
+        if config.replay_database and restart == 0 and database is not None:
             phases.insert(0, Phase.reuse)  # finish shrinks a killed campaign left in the DB
         test = settings(
             database=database,
@@ -367,7 +375,7 @@ def _polish(
     impl: PythonifyImpl,
     spec_json: str,
     finding: dict[str, Any],
-) -> tuple[str, dict[str, Any]]:
+) -> tuple[str, dict[str, Any], str]:
     from .shrink import reduce
 
     target = finding["signature"]
@@ -391,10 +399,10 @@ def _polish(
 
     deadline = time.monotonic() + 0.5 * config.shrink_seconds
     try:
-        reduce(ProgramSpec.from_json(spec_json), still_fails, deadline=deadline)
+        stopped = reduce(ProgramSpec.from_json(spec_json), still_fails, deadline=deadline).stopped
     except _Stop:
-        pass
-    return best[0]
+        stopped = "campaign stopped"
+    return (*best[0], stopped)
 
 
 def _sub_seed(stream_seed: int, restart: int) -> int:
@@ -415,14 +423,15 @@ def _shrunk(
     more into a staging directory of the corpus, so the entry gets the pythonified file of
     exactly that spec; tell the campaign."""
     spec_json, finding = best
+    stopped = "not polished"
     if polish:
-        spec_json, finding = _polish(ch, config, impl, spec_json, finding)
+        spec_json, finding, stopped = _polish(ch, config, impl, spec_json, finding)
     staging = None
     result: dict[str, Any] = {"findings": []}
     if config.corpus_root is not None:
         from .corpus import staging_name
 
-        staging = os.path.join(config.corpus_root, staging_name())
+        staging = os.path.join(config.corpus_root, staging_name(config.owner_pid))
         os.mkdir(staging)
         ch.send("start", {"spec": spec_json, "shrinking": finding["signature"]})
         result = _run(ch, config, impl, ProgramSpec.from_json(spec_json), workdir=staging)
@@ -436,6 +445,7 @@ def _shrunk(
             "staging": staging,
             "confirmed": finding["signature"] in sigs,
             "cut_by_budget": not polish,
+            "complete": stopped == "fixpoint",  # no candidate of the reducer still fails
             "also": [f for f in result["findings"] if f["signature"] != finding["signature"]],
         },
     )

@@ -108,7 +108,13 @@ class TorchPythonify:
         class TorchPythonifyUnsupported(Exception):
             pass
 
-        self.unsupported: tuple[type[BaseException], ...] = (TorchPythonifyUnsupported,)
+        import torch._dynamo.exc
+
+        # a graph break under fullgraph=True: a program pythonify cannot take, as for bundled
+        self.unsupported: tuple[type[BaseException], ...] = (
+            TorchPythonifyUnsupported,
+            torch._dynamo.exc.Unsupported,
+        )
         self._unsupported_type = TorchPythonifyUnsupported
 
     def produce(

@@ -170,3 +170,30 @@ def test_atomic_write_leaves_the_old_file_when_writing_fails(
         atomic_write(target, "new")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["case.json"]
+
+
+def test_an_entry_that_does_not_load_is_never_replaced(tmp_path: Path) -> None:
+    """A person's half-edited case.json (or a newer format) must survive a campaign finding
+    the same signature: it is known (not new) and `put` leaves it alone."""
+    corpus = Corpus.open(tmp_path / "c")
+    path, _ = _put(corpus, _case(count=41, triage="mine"), "mine")
+    (path / CASE).write_text((path / CASE).read_text()[:-20])  # a typo mid-edit
+    again = Corpus.open(tmp_path / "c")
+    assert path.name in again.known() and not again.entries
+    _, how = _put(again, _case(n_stmts=1, count=1), "campaign's")
+    assert how == "blocked"
+    assert (path / "repro.py").read_text() == "mine"
+    assert (path / CASE).read_text().startswith("{")
+
+
+def test_counts_are_not_written_into_retired_or_broken_entries(tmp_path: Path) -> None:
+    corpus = Corpus.open(tmp_path / "c")
+    path, _ = _put(corpus, _case())
+    (path / CASE).write_text("{being edited")
+    corpus.bump(path.name, 3)
+    assert (path / CASE).read_text() == "{being edited"  # the stale copy does not win
+    import shutil
+
+    shutil.rmtree(path)
+    corpus.bump(path.name, 3)  # retired mid-run: nothing to do, no error
+    assert not path.exists()

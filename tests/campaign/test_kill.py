@@ -66,13 +66,15 @@ def test_kill_9_mid_run_loses_nothing_and_a_restart_continues(tmp_path: Path) ->
         time.sleep(0.1)
     assert not _tagged(tag), "workers outlived the killed campaign"
 
+    # before Corpus.open, which would clean up: a kill leaves no half-moved entry
+    assert not [p for p in corpus.iterdir() if p.name.startswith(".old-")]
     c = Corpus.open(corpus)
     assert not c.problems, c.problems
     for e in c.entries.values():
         names = {p.name for p in e.path.iterdir()}
         assert {"case.json", "repro.py", "program.py", "README.md"} <= names, names
     saved = {sig: e.case["count"] for sig, e in c.entries.items()}
-    assert not [p for p in corpus.iterdir() if p.name.startswith((".old-", ".tmp-"))]
+    assert not [p for p in corpus.iterdir() if p.name.startswith((".old-", ".tmp-"))]  # cleaned
     streams = json.loads(next((corpus / ".campaign").glob("streams-*.json")).read_text())
 
     again = _run(corpus, "25s", tag)

@@ -1,0 +1,66 @@
+"""The worker pool: serve workers ignore what is meant for explorers, and a stop is final."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from generators import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
+from pyfy_fuzz.pool import Died, Pool
+from pyfy_fuzz.worker import WorkerConfig
+
+pytestmark = pytest.mark.slow  # starts the fork server (imports torch): ~5 s
+
+SPEC = ProgramSpec(
+    family="input_mutation",
+    roots=(RootSpec((2,)),),
+    inputs=(InputSpec("root", 0),),
+    body=(Stmt("sin", ("a0",), ("v0",)),),
+    outputs=(OutSpec("ref", "v0"),),
+    plan=CallPlan(calls=1, backward=False),
+).to_json()
+
+
+def _pool(tmp_path: Path, n: int = 1) -> Pool:
+    def config(slot: int) -> WorkerConfig:
+        (tmp_path / str(slot)).mkdir(exist_ok=True)
+        return WorkerConfig(
+            slot=slot, workdir=str(tmp_path / str(slot)), log_path=str(tmp_path / f"w{slot}.log")
+        )
+
+    return Pool(n, config, case_timeout=60)
+
+
+def _wait(pool: Pool, fut, seconds: float = 120) -> tuple[object, list]:  # type: ignore[no-untyped-def]
+    events = []
+    end = time.monotonic() + seconds
+    while not fut.done() and time.monotonic() < end:
+        events += pool.poll(0.2)
+    return fut.result(), events
+
+
+def test_a_serve_worker_survives_broadcasts_and_runs_later_jobs(tmp_path: Path) -> None:
+    pool = _pool(tmp_path)
+    pool.start(0, "serve")
+    try:
+        first, _ = _wait(pool, pool.submit(SPEC))
+        assert isinstance(first, dict) and first["status"] == "ok"
+        pool.broadcast("known", ["x.y.zzzzzzzzzzzz"])
+        pool.broadcast("avoid", [SPEC])
+        second, events = _wait(pool, pool.submit(SPEC))
+        assert isinstance(second, dict) and second["status"] == "ok", second
+        assert not [e for e in events if e.tag in ("died", "exited", "bye")]
+    finally:
+        pool.stop(5)
+
+
+def test_jobs_of_a_stopping_pool_are_cancelled_not_deaths(tmp_path: Path) -> None:
+    pool = _pool(tmp_path)
+    pool.start(0, "serve")
+    _wait(pool, pool.submit(SPEC))  # started and warm
+    fut = pool.submit(SPEC)
+    pool.stop(0)  # killed at once: the job was not judged
+    assert fut.cancelled() or isinstance(fut.result(), dict)
+    assert not (fut.done() and not fut.cancelled() and isinstance(fut.result(), Died))

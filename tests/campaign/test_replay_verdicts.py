@@ -1,0 +1,83 @@
+"""Replay's judgement: reproduced / not / cannot tell, against what the entry expects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pyfy_fuzz.pool import Died
+from pyfy_fuzz.replay import _matches, _verdict
+
+CASE = {
+    "signature": "crash.exceptions.aaaaaaaaaaaa",
+    "kind": "crash",
+    "oracle": "exceptions",
+    "subject": "pythonify",
+    "exc_type": "RuntimeError",
+}
+
+
+def _result(*findings: dict[str, Any], status: str = "ok") -> dict[str, Any]:
+    return {"status": status, "findings": list(findings), "reason": "nondeterministic"}
+
+
+def _f(sig: str, **kw: Any) -> dict[str, Any]:
+    return {**CASE, "signature": sig, "explanation": "x\n  - call 0: what", **kw}
+
+
+@pytest.mark.parametrize(
+    "result, reproduced",
+    [
+        (_result(_f(CASE["signature"])), True),
+        (_result(_f("crash.exceptions.bbbbbbbbbbbb")), True),  # other wrapper paths
+        (_result(_f("crash.outputs.cccccccccccc", oracle="outputs")), False),
+        (_result(), False),
+        (Died("interpreter-crash", "SIGSEGV", "pythonify", "{}"), None),
+        (Died("hang", "timeout after 60 s", "compile", "{}"), None),
+        (_result(status="discarded"), None),
+        (_result(status="error"), None),
+    ],
+)
+def test_matches(result: Any, reproduced: bool | None) -> None:
+    assert _matches(CASE, result)[0] is reproduced
+
+
+def test_deaths_reproduce_only_as_the_same_death() -> None:
+    case = {**CASE, "kind": "interpreter-crash"}
+    assert _matches(case, Died("interpreter-crash", "SIGSEGV", "compile", "{}"))[0] is True
+    assert _matches(case, Died("hang", "timeout", "compile", "{}"))[0] is None
+    assert _matches(case, _result())[0] is False
+
+
+def test_harness_errors_match_only_their_own_exception() -> None:
+    case = {
+        **CASE,
+        "kind": "harness-error",
+        "oracle": "harness",
+        "subject": "pyfy-fuzz",
+        "exc_type": "KeyError@runner.py:run_case",
+    }
+    other = _f(
+        "harness-error.harness.dddddddddddd",
+        kind="harness-error",
+        oracle="harness",
+        subject="pyfy-fuzz",
+        exc_type="TypeError@observe.py:tensor_obs",
+    )
+    assert _matches(case, _result(other))[0] is False
+
+
+@pytest.mark.parametrize(
+    "expected, reproduced, verdict",
+    [
+        ("fail", True, "known-failure"),
+        ("fail", False, "fixed-upstream"),
+        ("pass", False, "pass"),
+        ("pass", True, "FAIL"),
+        ("pass", None, "error"),  # a crash of a fixed entry is never a pass
+        ("fail", None, "error"),
+    ],
+)
+def test_verdicts(expected: str, reproduced: bool | None, verdict: str) -> None:
+    assert _verdict(expected, reproduced) == verdict
