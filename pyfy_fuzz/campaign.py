@@ -136,6 +136,7 @@ class Campaign:
         self.corpus = Corpus.open(config.corpus)
         self.known = self.corpus.known()
         self.stats = Stats(time.monotonic(), config.budget_s)
+        self.started_at = now_iso()
         self.deadline = self.stats.started + config.budget_s
         self.streams = Streams(self.corpus.state_dir, config.seed, config.shard)
         self.stream_of: dict[int, int] = {}
@@ -483,6 +484,9 @@ class Campaign:
         return {
             "cases": st.cases,
             "elapsed_s": round(st.elapsed, 1),
+            "started_at": self.started_at,
+            "finished_at": now_iso(),
+            "host": socket.gethostname(),
             "cases_per_min": round(st.per_min, 1),
             "shrink_cases": st.shrink_cases,
             "findings": [

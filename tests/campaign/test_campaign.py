@@ -82,7 +82,9 @@ def test_a_planted_generator_bug_is_found_shrunk_saved_and_replayed(tmp_path: Pa
         assert (entry / name).is_file(), name
     assert "planted" in (entry / "pythonified.py").read_text()
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert {"cases", "elapsed_s", "findings", "wrapper_hits"} <= set(summary)
+    assert {"cases", "elapsed_s", "findings", "wrapper_hits", "started_at", "finished_at"} <= set(
+        summary
+    )
     assert summary["cases"] > 20 and summary["wrapper_hits"]
     saved = {f["signature"]: f for f in summary["findings"]}
     assert saved[case["signature"]]["path"] == str(entry)
