@@ -280,3 +280,49 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
         atomic_write(args.json, json.dumps(report.to_dict(), indent=1) + "\n")
     return report.exit_code
+
+
+# -- report ------------------------------------------------------------------------------------
+def add_report_parser(commands: Any) -> None:
+    p = commands.add_parser(
+        "report",
+        help="wrapper paths reached by campaigns (from their --json summaries)",
+        description=(
+            "Tabulate which AOTAutograd wrapper paths the given campaign summaries reached "
+            "(cases, runs, findings, last reached), never-reached paths first; print it and "
+            "write <out>/wrapper-paths-<date>.md and .html. Exit status 2 on a missing or "
+            "corrupt summary."
+        ),
+    )
+    p.add_argument(
+        "--run",
+        dest="runs",  # `run` is the command dispatcher's
+        action="append",
+        type=Path,
+        required=True,
+        metavar="SUMMARY.json",
+        help="a `pyfy-fuzz run --json` summary; repeat for several runs",
+    )
+    p.add_argument("--out", type=Path, default=Path("reports"), help="default ./reports")
+    p.set_defaults(run=cmd_report)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from pyfy_fuzz.report import ReportError, load_runs, path_rows, render_text, write_report
+
+    try:
+        runs = load_runs(args.runs)
+    except ReportError as e:
+        raise _cli_error(str(e)) from None
+    if args.out.exists() and not args.out.is_dir():
+        raise _cli_error(f"--out {args.out} is not a directory")
+    stem = "wrapper-paths-" + dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    try:
+        md, page = write_report(runs, args.out, stem)
+    except OSError as e:
+        raise _cli_error(f"cannot write the report under {args.out}: {e.strerror or e}") from None
+    print(render_text(path_rows(runs), runs))
+    print(f"wrote {md} and {page}")
+    return 0

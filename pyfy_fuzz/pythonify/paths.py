@@ -38,6 +38,58 @@ FAMILY_TARGETS: dict[str, tuple[str, ...]] = {
 }
 
 
+# AOTAutograd's OutputType names other than non_alias (schemas.py), as runtime paths name them.
+OUTPUT_ALIAS_KINDS = (
+    "alias_of_input",
+    "is_input",
+    "alias_of_intermediate_save_as_output",
+    "alias_of_intermediate",
+    "alias_of_intermediate_base_is_user_output",
+    "unsafe_view_alias",
+    "custom_function_view",
+)
+
+# Every path `wrapper_paths` can name: the report lists those never reached first (they are
+# what the next generator work should aim at). A test keeps it a superset of what is emitted.
+ALL_PATHS: tuple[str, ...] = (
+    "autograd/custom_function_view",
+    "autograd/input_mutation",
+    "autograd/mutation_in_backward",
+    "autograd/saved_symints",
+    "autograd/saved_tensors",
+    "autograd/training",
+    "cudagraph/inference",
+    "cudagraph/skip_dynamic",
+    "cudagraph/skipped_input_mutation",
+    "cudagraph/training",
+    "debug_assert/requires_grad",
+    "dedupe/duplicate_args",
+    "fakified_out/first_call",
+    "graph/dynamic",
+    "module/inference",
+    "module/parameters",
+    "rng/functionalized",
+    "runtime/detach",
+    "runtime/disable_amp",
+    "runtime/grad_mode_mutation",
+    "runtime/input_mutation/data",
+    "runtime/input_mutation/metadata",
+    "runtime/input_mutation/out_of_graph",
+    "runtime/intermediate_bases",
+    *(f"runtime/output/{kind}" for kind in OUTPUT_ALIAS_KINDS),
+    "subclass/backward",
+    "subclass/dynamic",
+    "subclass/forward",
+    "synthetic_base/1d",
+    "synthetic_base/inference",
+    "synthetic_base/metadata_mutation",
+    "synthetic_base/nd",
+    "synthetic_base/training",
+    "tokens/backward",
+    "tokens/forward",
+)
+
+
 def _runtime_paths(node: RuntimeWrapperNode) -> list[str]:
     paths = []
     infos = node.input_info

@@ -1,0 +1,192 @@
+"""`pyfy-fuzz report`: which wrapper paths campaigns reached, from their --json summaries.
+
+    rows = path_rows(load_runs([Path("run1.json"), Path("run2.json")]))
+
+One row per wrapper path of the catalogue (`pythonify.paths.ALL_PATHS`, plus any path a run
+reached that the catalogue lacks): cases that reached it, runs that did, new findings whose
+wrapper paths include it, and when it was last reached. Paths never reached come first: they
+are what the next generator work should aim at. Rendered for the terminal and as markdown
+(tabulate) and as a self-contained HTML page; files are written atomically.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tabulate import tabulate
+
+from .corpus import atomic_write
+from .pythonify.paths import ALL_PATHS
+
+_REQUIRED = ("cases", "elapsed_s", "findings", "wrapper_hits")
+
+
+class ReportError(Exception):
+    """A summary file that is missing, unreadable or not a run summary."""
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    path: Path
+    data: dict[str, Any]
+
+    @property
+    def when(self) -> str:
+        """When the run finished; for summaries older than that field, the file's mtime."""
+        if self.data.get("finished_at"):
+            return str(self.data["finished_at"])
+        mtime = dt.datetime.fromtimestamp(self.path.stat().st_mtime, dt.UTC)
+        return mtime.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class PathRow:
+    path: str
+    cases: int
+    runs: int
+    findings: int
+    last_reached: str | None
+    in_catalogue: bool = True
+
+    @property
+    def family(self) -> str:
+        return self.path.split("/", 1)[0]
+
+
+def load_runs(paths: list[Path]) -> list[RunSummary]:
+    runs = []
+    for p in paths:
+        try:
+            data = json.loads(Path(p).read_text())
+        except FileNotFoundError:
+            raise ReportError(f"no such run summary: {p}") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ReportError(f"run summary {p} is unreadable: {e}") from None
+        if not isinstance(data, dict) or any(k not in data for k in _REQUIRED):
+            raise ReportError(
+                f"{p} is not a `pyfy-fuzz run --json` summary (needs {', '.join(_REQUIRED)})"
+            )
+        if not isinstance(data["wrapper_hits"], dict) or not isinstance(data["findings"], list):
+            raise ReportError(f"{p}: wrapper_hits must be an object and findings a list")
+        runs.append(RunSummary(Path(p), data))
+    return runs
+
+
+def path_rows(runs: list[RunSummary]) -> list[PathRow]:
+    """Never-reached paths first (catalogue order), then the reached ones, fewest cases first."""
+    seen = {p for r in runs for p in r.data["wrapper_hits"]}
+    rows = []
+    for path in [*ALL_PATHS, *sorted(seen - set(ALL_PATHS))]:
+        hits = [(r, int(r.data["wrapper_hits"].get(path, 0))) for r in runs]
+        reached = [(r, n) for r, n in hits if n > 0]
+        findings = sum(
+            1 for r in runs for f in r.data["findings"] if path in (f.get("wrappers") or ())
+        )
+        rows.append(
+            PathRow(
+                path=path,
+                cases=sum(n for _, n in reached),
+                runs=len(reached),
+                findings=findings,
+                last_reached=max((r.when for r, _ in reached), default=None),
+                in_catalogue=path in ALL_PATHS,
+            )
+        )
+    never = [r for r in rows if r.cases == 0]
+    reached_rows = sorted((r for r in rows if r.cases > 0), key=lambda r: (r.cases, r.path))
+    return never + reached_rows
+
+
+_HEADERS = ["wrapper path", "cases", "runs", "findings", "last reached"]
+
+
+def _table(rows: list[PathRow]) -> list[list[Any]]:
+    return [
+        [
+            r.path + ("" if r.in_catalogue else " (not in catalogue)"),
+            r.cases,
+            r.runs,
+            r.findings,
+            r.last_reached or "never",
+        ]
+        for r in rows
+    ]
+
+
+def render_text(rows: list[PathRow], runs: list[RunSummary]) -> str:
+    never = sum(1 for r in rows if r.cases == 0)
+    head = (
+        f"{len(rows) - never} of {len(rows)} wrapper paths reached in {len(runs)} run(s), "
+        f"{sum(int(r.data['cases']) for r in runs)} cases; never reached: {never}"
+    )
+    return head + "\n\n" + tabulate(_table(rows), headers=_HEADERS, tablefmt="simple") + "\n"
+
+
+def render_markdown(rows: list[PathRow], runs: list[RunSummary], title: str) -> str:
+    lines = [f"# {title}", "", _runs_line(runs), ""]
+    lines.append(tabulate(_table(rows), headers=_HEADERS, tablefmt="github"))
+    return "\n".join(lines) + "\n"
+
+
+def _runs_line(runs: list[RunSummary]) -> str:
+    parts = []
+    for r in runs:
+        c = r.data.get("config", {})
+        parts.append(
+            f"{r.path.name}: {r.data['cases']} cases, {len(r.data['findings'])} new findings, "
+            f"{c.get('backend', '?')} on {c.get('device', '?')}, torch "
+            f"{r.data.get('torch', '?')}, finished {r.when}"
+        )
+    return "Runs: " + "; ".join(parts) + "."
+
+
+def render_html(rows: list[PathRow], runs: list[RunSummary], title: str) -> str:
+    """One self-contained page (no external assets): the table, never-reached rows marked."""
+    esc = html.escape
+    body = []
+    for r in rows:
+        cls = ' class="never"' if r.cases == 0 else ""
+        body.append(
+            f"<tr{cls}><td><code>{esc(r.path)}</code>"
+            + ("" if r.in_catalogue else " <em>(not in catalogue)</em>")
+            + f"</td><td>{r.cases}</td><td>{r.runs}</td><td>{r.findings}</td>"
+            f"<td>{esc(r.last_reached or 'never')}</td></tr>"
+        )
+    never = sum(1 for r in rows if r.cases == 0)
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2rem; color: #222; }}
+table {{ border-collapse: collapse; }}
+th, td {{ border: 1px solid #ccc; padding: 0.25rem 0.6rem; text-align: right; }}
+th:first-child, td:first-child {{ text-align: left; }}
+tr.never td {{ background: #fff3e0; }}
+</style></head>
+<body>
+<h1>{esc(title)}</h1>
+<p>{len(rows) - never} of {len(rows)} wrapper paths reached; <strong>{never} never reached</strong>
+(listed first, highlighted): what the next generator work should aim at.</p>
+<p>{esc(_runs_line(runs))}</p>
+<table id="wrapper-paths">
+<thead><tr>{"".join(f"<th>{esc(h)}</th>" for h in _HEADERS)}</tr></thead>
+<tbody>
+{chr(10).join(body)}
+</tbody></table>
+</body></html>
+"""
+
+
+def write_report(runs: list[RunSummary], out: Path, stem: str) -> tuple[Path, Path]:
+    """`<out>/<stem>.md` and `<out>/<stem>.html`, each written atomically."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows = path_rows(runs)
+    title = f"pyfy-fuzz wrapper-path report ({stem})"
+    md, page = out / f"{stem}.md", out / f"{stem}.html"
+    atomic_write(md, render_markdown(rows, runs, title))
+    atomic_write(page, render_html(rows, runs, title))
+    return md, page

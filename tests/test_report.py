@@ -1,0 +1,132 @@
+"""`pyfy-fuzz report`: the wrapper-path table from campaign summaries."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from generators import materialize, programs
+from pyfy_fuzz.cli import main
+from pyfy_fuzz.pythonify.paths import ALL_PATHS
+from pyfy_fuzz.report import ReportError, load_runs, path_rows, render_html, render_text
+
+
+def _summary(tmp: Path, name: str, hits: dict[str, int], findings: list, when: str) -> Path:
+    p = tmp / name
+    p.write_text(
+        json.dumps(
+            {
+                "cases": sum(hits.values()) + 10,
+                "elapsed_s": 60.0,
+                "findings": findings,
+                "wrapper_hits": hits,
+                "finished_at": when,
+                "torch": "2.13.0",
+                "config": {"backend": "aot_eager", "device": "cpu"},
+            }
+        )
+    )
+    return p
+
+
+def test_rows_never_reached_first_then_by_cases(tmp_path: Path) -> None:
+    a = _summary(
+        tmp_path,
+        "a.json",
+        {"dedupe/duplicate_args": 5, "tokens/forward": 1},
+        [{"signature": "s", "wrappers": ["dedupe/duplicate_args"]}],
+        "2026-11-20T00:00:00Z",
+    )
+    b = _summary(
+        tmp_path, "b.json", {"dedupe/duplicate_args": 2, "new/path": 3}, [], "2026-11-21T00:00:00Z"
+    )
+    rows = path_rows(load_runs([a, b]))
+    reached = [r for r in rows if r.cases]
+    assert [r.path for r in reached] == ["tokens/forward", "new/path", "dedupe/duplicate_args"]
+    assert all(r.cases == 0 for r in rows[: len(rows) - 3])  # never reached come first
+    dedupe = reached[-1]
+    assert (dedupe.cases, dedupe.runs, dedupe.findings) == (7, 2, 1)
+    assert dedupe.last_reached == "2026-11-21T00:00:00Z"
+    assert not reached[1].in_catalogue  # a path the catalogue lacks is still shown
+    assert len(rows) == len(ALL_PATHS) + 1
+    text = render_text(rows, load_runs([a, b]))
+    assert text.startswith(f"3 of {len(ALL_PATHS) + 1} wrapper paths reached in 2 run(s)")
+
+
+def test_html_page_has_title_table_and_marks_never_reached(tmp_path: Path) -> None:
+    a = _summary(tmp_path, "a.json", {"tokens/forward": 4}, [], "2026-11-20T00:00:00Z")
+    runs = load_runs([a])
+    page = render_html(path_rows(runs), runs, "Wrapper <paths>")
+    assert "<title>Wrapper &lt;paths&gt;</title>" in page
+    assert page.count('<tr class="never">') == len(ALL_PATHS) - 1
+    assert '<table id="wrapper-paths">' in page and "<code>tokens/forward</code>" in page
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "no such run summary"),
+        ("{", "unreadable"),
+        ("[1]", "not a `pyfy-fuzz run --json` summary"),
+        ('{"cases": 1, "elapsed_s": 1, "findings": {}, "wrapper_hits": {}}', "must be"),
+    ],
+)
+def test_bad_summaries_are_clear_errors(tmp_path: Path, content: str | None, message: str) -> None:
+    p = tmp_path / "s.json"
+    if content is not None:
+        p.write_text(content)
+    with pytest.raises(ReportError, match=message):
+        load_runs([p])
+
+
+def test_cli_writes_markdown_and_html_and_exits_2_on_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = _summary(tmp_path, "a.json", {"tokens/forward": 4}, [], "2026-11-20T00:00:00Z")
+    assert main(["report", "--run", str(a), "--out", str(tmp_path / "rep")]) == 0
+    written = sorted(p.suffix for p in (tmp_path / "rep").iterdir())
+    assert written == [".html", ".md"]
+    assert "tokens/forward" in capsys.readouterr().out
+    assert main(["report", "--run", str(tmp_path / "missing.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no such run summary" in err[0]
+
+
+def test_the_catalogue_names_every_path_pythonify_reports() -> None:
+    import tempfile
+
+    import torch._dynamo
+
+    from pyfy_fuzz.pythonify import pythonify
+    from pyfy_fuzz.pythonify.paths import wrapper_paths
+
+    checked: list[list[str]] = []
+
+    @settings(
+        max_examples=15, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
+    @given(programs())
+    def one(spec) -> None:  # type: ignore[no-untyped-def]
+        program = materialize(spec)
+        torch._dynamo.reset()
+        with tempfile.TemporaryDirectory() as d:
+            try:
+                r = pythonify(
+                    program.make_fn(),
+                    program.make_inputs(0),
+                    Path(d) / "f.py",
+                    frontend=spec.plan.frontend,
+                    dynamic=spec.plan.dynamic,
+                    mode=spec.plan.mode,
+                )
+            except Exception:  # unsupported, or torch failing: only the paths matter here
+                return
+        paths = wrapper_paths(r.ir)
+        assert set(paths) <= set(ALL_PATHS), sorted(set(paths) - set(ALL_PATHS))
+        checked.append(paths)
+
+    one()
+    assert len(checked) >= 8 and any(checked), checked  # most programs compile, with paths
