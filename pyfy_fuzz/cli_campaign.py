@@ -69,6 +69,12 @@ def add_run_parser(commands: Any) -> None:
         "--shrink-seconds", type=float, default=None, help="per finding (default: from budget)"
     )
     p.add_argument("--progress", choices=["auto", "rich", "plain", "quiet"], default="auto")
+    p.add_argument(
+        "--coverage",
+        action="store_true",
+        help="measure line and branch coverage of torch's AOTAutograd runtime wrappers and of "
+        "the bundled generator across workers (slower); --json gets the numbers",
+    )
     p.set_defaults(run=cmd_run)
 
 
@@ -189,6 +195,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         shrink_seconds=args.shrink_seconds,
         json_path=args.json,
         progress=args.progress,
+        coverage=args.coverage,
     )
     try:
         result = run_campaign(config)

@@ -130,7 +130,20 @@ def render_text(rows: list[PathRow], runs: list[RunSummary]) -> str:
 def render_markdown(rows: list[PathRow], runs: list[RunSummary], title: str) -> str:
     lines = [f"# {title}", "", _runs_line(runs), ""]
     lines.append(tabulate(_table(rows), headers=_HEADERS, tablefmt="github"))
+    cov = latest_coverage(runs)
+    if cov is not None:
+        lines += [
+            "",
+            f"## Coverage ({cov['run']}, {cov['when']}): {cov['percent']}% overall",
+            "",
+            f"coverage.py's pages: {cov['html']}",
+            "",
+            tabulate(_coverage_rows(cov), headers=_COV_HEADERS, tablefmt="github"),
+        ]
     return "\n".join(lines) + "\n"
+
+
+_COV_HEADERS = ["file", "line %", "branch %"]
 
 
 def _runs_line(runs: list[RunSummary]) -> str:
@@ -177,8 +190,41 @@ tr.never td {{ background: #fff3e0; }}
 <tbody>
 {chr(10).join(body)}
 </tbody></table>
+{_coverage_html(latest_coverage(runs))}
 </body></html>
 """
+
+
+def _coverage_html(cov: dict[str, Any] | None) -> str:
+    if cov is None:
+        return "<p>No run was measured with <code>pyfy-fuzz run --coverage</code>.</p>"
+    esc = html.escape
+    rows = "".join(
+        f"<tr><td><code>{esc(str(f))}</code></td><td>{esc(str(ln))}</td><td>{esc(str(br))}</td>"
+        "</tr>"
+        for f, ln, br in _coverage_rows(cov)
+    )
+    link = f'<a href="{esc(Path(cov["html"]).as_uri())}">coverage.py\'s pages</a>'
+    return (
+        f"<h2>Coverage: {esc(str(cov['percent']))}% overall</h2>"
+        f"<p>{esc(cov['run'])}, {esc(cov['when'])}; {link}. Import-time lines (def and class "
+        "statements) run before workers start measuring and count as missed.</p>"
+        f'<table id="coverage"><thead><tr><th>file</th><th>line %</th><th>branch %</th></tr>'
+        f"</thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def latest_coverage(runs: list[RunSummary]) -> dict[str, Any] | None:
+    """The coverage numbers of the most recent run measured with `run --coverage`."""
+    measured = [r for r in runs if (r.data.get("coverage") or {}).get("files")]
+    if not measured:
+        return None
+    latest = max(measured, key=lambda r: r.when)
+    return {"run": latest.path.name, "when": latest.when, **latest.data["coverage"]}
+
+
+def _coverage_rows(cov: dict[str, Any]) -> list[list[Any]]:
+    return [[name, v.get("lines", "-"), v.get("branches", "-")] for name, v in cov["files"].items()]
 
 
 def write_report(runs: list[RunSummary], out: Path, stem: str) -> tuple[Path, Path]:

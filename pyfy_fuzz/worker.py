@@ -57,6 +57,7 @@ class WorkerConfig:
     corpus_root: str | None = None  # where shrunk cases are staged
     owner_pid: int | None = None  # the campaign's pid: names stagings (cleanup keys on it)
     replay_database: bool = False  # replay the example database first (one worker, once)
+    coverage_dir: str | None = None  # run --coverage: where this worker saves its data
     workdir: str = "."
     log_path: str | None = None
     recycle_cases: int = 300
@@ -166,6 +167,7 @@ def main(conn: Connection, config: WorkerConfig) -> None:
     ch.known.update(config.known)
     ch.avoid.update(config.avoid)
     impl = make_impl(config.impl)
+    cov = _start_coverage(config.coverage_dir) if config.coverage_dir else None
     ch.send("ready", os.getpid())
     tag, payload = conn.recv()
     try:
@@ -177,7 +179,38 @@ def main(conn: Connection, config: WorkerConfig) -> None:
             reason = "stopped"
     except (EOFError, BrokenPipeError):
         return  # the campaign is gone; nothing to tell
+    finally:
+        if cov is not None:  # a worker that dies loses its share; recycling bounds the loss
+            cov.stop()
+            cov.save()
     ch.send("bye", reason)
+
+
+def coverage_include() -> list[str]:
+    """What `run --coverage` measures: AOTAutograd's runtime wrappers in the installed torch,
+    and the bundled generator."""
+    import torch._functorch._aot_autograd as aot
+
+    from . import pythonify
+
+    aot_dir = os.path.dirname(aot.__file__)
+    files = ["runtime_wrappers.py", "graph_compile.py", "subclass_utils.py"]
+    return [os.path.join(aot_dir, f) for f in files] + [
+        os.path.join(os.path.dirname(pythonify.__file__), "*.py")
+    ]
+
+
+def _start_coverage(directory: str) -> Any:
+    import coverage
+
+    cov = coverage.Coverage(
+        data_file=os.path.join(directory, ".coverage"),
+        data_suffix=True,  # one file per worker incarnation; the campaign combines them
+        branch=True,
+        include=coverage_include(),
+    )
+    cov.start()
+    return cov
 
 
 def _run(

@@ -130,3 +130,36 @@ def test_the_catalogue_names_every_path_pythonify_reports() -> None:
 
     one()
     assert len(checked) >= 8 and any(checked), checked  # most programs compile, with paths
+
+
+def test_coverage_from_several_processes_is_combined_and_reported(tmp_path: Path) -> None:
+    """What workers do under `run --coverage`: each saves its own data file; the campaign
+    combines them, writes coverage.py's pages, and the report shows the numbers."""
+    import subprocess
+    import sys
+
+    from pyfy_fuzz.campaign import combine_coverage
+
+    mod = tmp_path / "target.py"
+    mod.write_text("def f(x):\n    if x:\n        return 1\n    return 2\n")
+    data = tmp_path / "cov"
+    data.mkdir()
+    for arg in ("True", "False"):  # two "workers", each one branch
+        code = (
+            "import coverage, sys; "
+            f"c = coverage.Coverage(data_file={str(data / '.coverage')!r}, data_suffix=True, "
+            f"branch=True, include=[{str(mod)!r}]); c.start(); "
+            f"sys.path.insert(0, {str(tmp_path)!r}); import target; target.f({arg}); "
+            "c.stop(); c.save()"
+        )
+        subprocess.run([sys.executable, "-c", code], check=True)
+    cov = combine_coverage(data)
+    assert cov["percent"] == 100.0, cov  # together the two processes ran every line and branch
+    assert Path(cov["html"]).is_file()
+    summary = _summary(tmp_path, "s.json", {"tokens/forward": 1}, [], "2026-11-22T00:00:00Z")
+    summary.write_text(json.dumps({**json.loads(summary.read_text()), "coverage": cov}))
+    assert main(["report", "--run", str(summary), "--out", str(tmp_path / "rep")]) == 0
+    md = next((tmp_path / "rep").glob("*.md")).read_text()
+    assert "## Coverage (s.json" in md and "target.py" in md
+    page = next((tmp_path / "rep").glob("*.html")).read_text()
+    assert '<table id="coverage">' in page and "index.html" in page

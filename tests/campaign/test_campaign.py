@@ -164,3 +164,12 @@ def test_a_hanging_case_is_killed_and_saved(tmp_path: Path) -> None:
     assert len(hangs) == 1
     assert hangs[0]["reason"].startswith("timeout") and hangs[0]["phase"] == "compile"
     assert any(r.dtype == "float64" for r in spec_from_dict(hangs[0]["spec"]).roots)
+
+
+def test_coverage_is_gathered_across_workers(tmp_path: Path) -> None:
+    result, _ = _campaign(tmp_path, 30, coverage=True, wrappers=["input_mutation"])
+    cov = result.summary["coverage"]  # type: ignore[attr-defined]
+    names = {Path(f).name: v for f, v in cov["files"].items()}
+    assert names["runtime_wrappers.py"]["lines"] > 10  # torch's wrappers ran in the workers
+    assert names["capture.py"]["lines"] > 10  # and so did the bundled generator
+    assert Path(cov["html"]).is_file()
