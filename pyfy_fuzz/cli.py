@@ -48,11 +48,17 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    from pyfy_fuzz.cli_campaign import add_replay_parser, add_report_parser, add_run_parser
+    from pyfy_fuzz.cli_campaign import (
+        add_nightly_parser,
+        add_replay_parser,
+        add_report_parser,
+        add_run_parser,
+    )
 
     add_run_parser(commands)
     add_replay_parser(commands)
     add_report_parser(commands)
+    add_nightly_parser(commands)
     _add_pythonify_parser(commands)
     return parser
 

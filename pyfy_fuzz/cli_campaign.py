@@ -333,3 +333,85 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(render_text(path_rows(runs), runs))
     print(f"wrote {md} and {page}")
     return 0
+
+
+# -- nightly -----------------------------------------------------------------------------------
+def add_nightly_parser(commands: Any) -> None:
+    p = commands.add_parser(
+        "nightly",
+        help="a campaign with coverage, then a dated report and a history entry",
+        description=(
+            "Run a campaign with --coverage into --corpus, save its summary under "
+            "<out>/runs/, write <out>/nightly-<date>.md and .html, and append an entry to "
+            "<out>/history.json. Exit status as `run`: 0 no new findings, 1 new findings, "
+            "2 usage or environment error (including an unreadable history.json, which is "
+            "never overwritten)."
+        ),
+    )
+    p.add_argument("--budget", default="1h")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--backend", choices=["aot_eager", "inductor"], default="aot_eager")
+    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--corpus", type=Path, default=Path("corpus"))
+    p.add_argument("--out", type=Path, default=Path("reports"))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--progress", choices=["auto", "rich", "plain", "quiet"], default="plain")
+    p.set_defaults(run=cmd_nightly)
+
+
+def cmd_nightly(args: argparse.Namespace) -> int:
+    import datetime as dt
+    import socket
+
+    from pyfy_fuzz.budget import parse_budget
+    from pyfy_fuzz.history import History, HistoryError, entry_for
+    from pyfy_fuzz.report import load_runs, write_report
+
+    try:
+        budget = parse_budget(args.budget)
+    except ValueError as e:
+        raise _cli_error(str(e)) from None
+    workers = _workers(args.workers)
+    _check_device(args.device)
+    if args.out.exists() and not args.out.is_dir():
+        raise _cli_error(f"--out {args.out} is not a directory")
+    try:
+        history = History.load(args.out / "history.json")  # fail before hours of work
+    except HistoryError as e:
+        raise _cli_error(str(e)) from None
+    for w in history.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    now = dt.datetime.now(dt.UTC)
+    date, stamp = now.strftime("%Y-%m-%d"), now.strftime("%Y-%m-%dT%H%M%SZ")
+    runs_dir = args.out / "runs"
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _cli_error(f"cannot create {runs_dir}: {e.strerror or e}") from None
+    summary_path = runs_dir / f"{stamp}-{socket.gethostname()}.json"  # never overwrites
+    from pyfy_fuzz.campaign import CampaignConfig, run_campaign
+    from pyfy_fuzz.corpus import CorpusError
+    from pyfy_fuzz.pool import WorkerStartError
+
+    config = CampaignConfig(
+        budget_s=budget,
+        corpus=args.corpus,
+        device=args.device,
+        backend=args.backend,
+        workers=workers,
+        seed=args.seed,
+        json_path=summary_path,
+        progress=args.progress,
+        coverage=True,
+    )
+    try:
+        result = run_campaign(config)
+    except CorpusError as e:
+        raise _cli_error(str(e)) from None
+    except WorkerStartError as e:
+        raise _cli_error(f"workers cannot start: {str(e).splitlines()[0]}") from None
+    print_summary(result.summary, sys.stdout)
+    md, page = write_report(load_runs([summary_path]), args.out, f"nightly-{date}")
+    history.append(entry_for(result.summary, summary_path))
+    print(f"wrote {md}, {page}; history: {history.path} ({len(history.entries)} nights)")
+    return result.exit_code
