@@ -28,7 +28,8 @@ from generators import ProgramSpec
 from oracles import Finding
 
 from . import __version__
-from .corpus import Corpus, atomic_write, now_iso
+from .atomic import atomic_write
+from .corpus import Corpus, now_iso
 from .entry import entry_files
 from .pool import Died, Event, Pool
 from .progress import make_progress
@@ -419,9 +420,9 @@ class Campaign:
         with self._lock:
             saves, self._saves = self._saves, []
         for sig, spec_json, info in saves:
-            new = self.stats.new[sig]
-            if _size(spec_json) <= new.size:
-                new.spec, new.size = spec_json, _size(spec_json)
+            new, size = self.stats.new[sig], _size(spec_json)
+            if size <= new.size:
+                new.spec, new.size = spec_json, size
             self._save(new, None, info)
 
     def _finish_interrupted(self) -> None:

@@ -11,7 +11,6 @@ import importlib.util
 import os
 import sys
 import uuid
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -29,9 +28,6 @@ class CliError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code (argparse usage errors raise SystemExit(2))."""
-    # torch's CPU wheel warns when numpy is absent (on import of some submodules, not only
-    # `import torch`); nothing here needs numpy, so keep that noise off the user's terminal.
-    warnings.filterwarnings("ignore", "Failed to initialize NumPy", UserWarning)
     args = _build_parser().parse_args(argv)
     command: Callable[[argparse.Namespace], int] = args.run
     try:

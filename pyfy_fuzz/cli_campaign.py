@@ -176,9 +176,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_json_path(args.json)
     _check_device(args.device)
     _check_impl(args.pythonify)
-    from pyfy_fuzz.campaign import CampaignConfig, run_campaign
-    from pyfy_fuzz.corpus import CorpusError
-    from pyfy_fuzz.pool import WorkerStartError
+    from pyfy_fuzz.campaign import CampaignConfig
 
     config = CampaignConfig(
         budget_s=budget,
@@ -197,6 +195,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress=args.progress,
         coverage=args.coverage,
     )
+    return _run_campaign(config).exit_code
+
+
+def _run_campaign(config: Any) -> Any:
+    """Run it, turn what stops it from starting into a one-line exit 2, print the summary."""
+    from pyfy_fuzz.campaign import run_campaign
+    from pyfy_fuzz.corpus import CorpusError
+    from pyfy_fuzz.pool import WorkerStartError
+
     try:
         result = run_campaign(config)
     except CorpusError as e:
@@ -204,7 +211,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     except WorkerStartError as e:
         raise _cli_error(f"workers cannot start: {str(e).splitlines()[0]}") from None
     print_summary(result.summary, sys.stdout)
-    return result.exit_code
+    return result
+
+
+def _check_out_dir(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise _cli_error(f"--out {out} is not a directory")
 
 
 def print_summary(s: dict[str, Any], out: Any) -> None:
@@ -283,7 +295,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         counts[o.verdict] = counts.get(o.verdict, 0) + 1
     print("replay: " + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())))
     if args.json is not None:
-        from pyfy_fuzz.corpus import atomic_write
+        from pyfy_fuzz.atomic import atomic_write
 
         atomic_write(args.json, json.dumps(report.to_dict(), indent=1) + "\n")
     return report.exit_code
@@ -323,8 +335,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         runs = load_runs(args.runs)
     except ReportError as e:
         raise _cli_error(str(e)) from None
-    if args.out.exists() and not args.out.is_dir():
-        raise _cli_error(f"--out {args.out} is not a directory")
+    _check_out_dir(args.out)
     stem = "wrapper-paths-" + dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
     try:
         md, page = write_report(runs, args.out, stem)
@@ -373,8 +384,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
         raise _cli_error(str(e)) from None
     workers = _workers(args.workers)
     _check_device(args.device)
-    if args.out.exists() and not args.out.is_dir():
-        raise _cli_error(f"--out {args.out} is not a directory")
+    _check_out_dir(args.out)
     try:
         history = History.load(args.out / "history.json")  # fail before hours of work
     except HistoryError as e:
@@ -389,9 +399,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     except OSError as e:
         raise _cli_error(f"cannot create {runs_dir}: {e.strerror or e}") from None
     summary_path = runs_dir / f"{stamp}-{socket.gethostname()}.json"  # never overwrites
-    from pyfy_fuzz.campaign import CampaignConfig, run_campaign
-    from pyfy_fuzz.corpus import CorpusError
-    from pyfy_fuzz.pool import WorkerStartError
+    from pyfy_fuzz.campaign import CampaignConfig
 
     config = CampaignConfig(
         budget_s=budget,
@@ -404,13 +412,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
         progress=args.progress,
         coverage=True,
     )
-    try:
-        result = run_campaign(config)
-    except CorpusError as e:
-        raise _cli_error(str(e)) from None
-    except WorkerStartError as e:
-        raise _cli_error(f"workers cannot start: {str(e).splitlines()[0]}") from None
-    print_summary(result.summary, sys.stdout)
+    result = _run_campaign(config)
     md, page = write_report(load_runs([summary_path]), args.out, f"nightly-{date}")
     history.append(entry_for(result.summary, summary_path))
     print(f"wrote {md}, {page}; history: {history.path} ({len(history.entries)} nights)")

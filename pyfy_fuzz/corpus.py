@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import socket
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -30,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from generators import SpecError, spec_from_dict
+
+from .atomic import atomic_write
 
 FORMAT = 1
 CASE = "case.json"
@@ -42,22 +43,6 @@ class CorpusError(Exception):
 
 def now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def atomic_write(path: Path, data: str | bytes) -> None:
-    """Temp file in the same directory, flushed and fsynced, then renamed over `path`."""
-    raw = data.encode() if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def staging_name(pid: int | None = None) -> str:

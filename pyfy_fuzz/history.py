@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .corpus import atomic_write
+from .atomic import atomic_write
 from .pythonify.paths import ALL_PATHS
 
 FORMAT = 1

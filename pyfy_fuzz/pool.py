@@ -76,7 +76,6 @@ class _Slot:
     phase: str | None = None
     started: float = 0.0
     said_bye: str | None = None
-    cases: int = 0
     kill_reason: tuple[str, str] | None = None  # (kind, reason) when the pool killed it
     log_path: Path | None = None
     ready: bool = False
@@ -120,7 +119,6 @@ class Pool:
         slot.incarnation += 1
         slot.spec = slot.phase = slot.said_bye = slot.kill_reason = None
         slot.job = None
-        slot.cases = 0
         slot.ready = slot.told_to_stop = False
         slot.outbox = {}
         parent.send((mode, command))
@@ -260,7 +258,6 @@ class Pool:
         elif tag == "phase":
             s.phase = payload
         elif tag == "done":
-            s.cases += 1
             s.spec = None
             job = payload.get("job")
             if job is not None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from .corpus import atomic_write
+from .atomic import atomic_write
 from .pythonify.paths import ALL_PATHS
 
 _REQUIRED = ("cases", "elapsed_s", "findings", "wrapper_hits")

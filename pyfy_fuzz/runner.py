@@ -166,12 +166,9 @@ def run_case(
         mode=plan.mode,
         wrappers=tuple(produced.wrapper_paths) if produced else (),
         ref64=ref64,
+        # no file: no graphs; an implementation without torch's metadata: None (not compared)
         fx_meta=(
-            None
-            if produced and produced.fx_meta is None
-            else dict(produced.fx_meta or {})
-            if produced
-            else {}
+            {} if produced is None else None if produced.fx_meta is None else dict(produced.fx_meta)
         ),
         file_seq_nr=getattr(file_mod, "SEQ_NR", None),
         file_grad_acc=getattr(file_mod, "GRADIENT_ACC_NODES", None),

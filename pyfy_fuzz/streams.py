@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .corpus import atomic_write
+from .atomic import atomic_write
 
 
 def parse_shard(text: str) -> tuple[int, int]:

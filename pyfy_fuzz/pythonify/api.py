@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import itertools
 import os
-import tempfile
 import time
 import types
 from collections.abc import Callable
@@ -14,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..atomic import atomic_write
 from .capture import capture
 from .gen_python import generate
 from .graph_render import FxNodeMeta
@@ -46,21 +45,6 @@ def _check_path(path: str | os.PathLike[str]) -> Path:
     return p
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temp file in the same directory and rename: never a half-written file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def pythonify(
     fn: Callable[..., Any],
     args: tuple[Any, ...],
@@ -87,7 +71,7 @@ def pythonify(
     ir = build_ir(cap)
     source = generate(ir)
     compile(source, str(out), "exec")  # a codegen bug must fail here, not in the user's run
-    write_atomic(out, source)
+    atomic_write(out, source)
     t2 = time.perf_counter()
     return PythonifyResult(
         path=out,

@@ -165,7 +165,7 @@ def test_atomic_write_leaves_the_old_file_when_writing_fails(
     def full(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("pyfy_fuzz.corpus.os.fsync", full)
+    monkeypatch.setattr("pyfy_fuzz.atomic.os.fsync", full)
     with pytest.raises(OSError, match="No space"):
         atomic_write(target, "new")
     assert target.read_text() == "old"
