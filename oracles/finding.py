@@ -6,6 +6,8 @@ import hashlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pyfy_fuzz.pythonify.paths import signature_paths
+
 KINDS = ("compile-divergence", "pythonify-divergence", "crash", "guard-unsound")
 # What only a campaign can see: a case that killed its worker, outlived its time limit, or made
 # pyfy-fuzz itself raise. Oracles never produce these.
@@ -36,11 +38,11 @@ class Finding:
 
     @property
     def signature(self) -> str:
-        """kind + oracle + subject + wrapper paths + exception type: never values, shapes or
-        addresses. Readable prefix, hash of the rest; safe as a directory name."""
-        key = "|".join(
-            [self.kind, self.oracle, self.subject, *sorted(self.wrappers), self.exc_type or ""]
-        )
+        """kind + oracle + subject + wrapper paths (less refinements) + exception type: never
+        values, shapes or addresses. Readable prefix, hash of the rest; safe as a directory
+        name."""
+        paths = signature_paths(self.wrappers)
+        key = "|".join([self.kind, self.oracle, self.subject, *paths, self.exc_type or ""])
         digest = hashlib.sha1(key.encode()).hexdigest()[:12]
         return f"{self.kind}.{self.oracle}.{digest}"
 

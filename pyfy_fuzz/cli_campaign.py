@@ -323,22 +323,40 @@ def add_report_parser(commands: Any) -> None:
         help="a `pyfy-fuzz run --json` summary; repeat for several runs",
     )
     p.add_argument("--out", type=Path, default=Path("reports"), help="default ./reports")
+    p.add_argument(
+        "--history",
+        type=Path,
+        metavar="HISTORY.json",
+        help="a nightly history (reports/history.json): adds the trend plot across nights",
+    )
     p.set_defaults(run=cmd_report)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     import datetime as dt
 
+    from pyfy_fuzz.history import History, HistoryError
     from pyfy_fuzz.report import ReportError, load_runs, path_rows, render_text, write_report
 
     try:
         runs = load_runs(args.runs)
     except ReportError as e:
         raise _cli_error(str(e)) from None
+    entries = None
+    if args.history is not None:
+        if not args.history.is_file():
+            raise _cli_error(f"no such history: {args.history}")
+        try:
+            history = History.load(args.history)
+        except HistoryError as e:
+            raise _cli_error(str(e)) from None
+        for w in history.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        entries = history.entries
     _check_out_dir(args.out)
     stem = "wrapper-paths-" + dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
     try:
-        md, page = write_report(runs, args.out, stem)
+        md, page = write_report(runs, args.out, stem, history=entries)
     except OSError as e:
         raise _cli_error(f"cannot write the report under {args.out}: {e.strerror or e}") from None
     print(render_text(path_rows(runs), runs))
@@ -413,7 +431,9 @@ def cmd_nightly(args: argparse.Namespace) -> int:
         coverage=True,
     )
     result = _run_campaign(config)
-    md, page = write_report(load_runs([summary_path]), args.out, f"nightly-{date}")
-    history.append(entry_for(result.summary, summary_path))
+    history.append(entry_for(result.summary, summary_path))  # tonight is in the trend
+    md, page = write_report(
+        load_runs([summary_path]), args.out, f"nightly-{date}", history=history.entries
+    )
     print(f"wrote {md}, {page}; history: {history.path} ({len(history.entries)} nights)")
     return result.exit_code

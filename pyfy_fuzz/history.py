@@ -1,7 +1,8 @@
 """reports/history.json: one entry per nightly run, for trends across nights.
 
     {"format": 1, "entries": [{"format": 1, "finished_at", "summary", "cases", "new_findings",
-                               "paths_reached", "paths_total", "coverage_percent", "torch"}]}
+                               "paths_reached", "paths_total", "coverage_percent",
+                               "branch_percent", "torch", "device"}]}
 
 Written atomically. A history that is not JSON, or not this shape, is an error the caller
 reports (never overwritten: it holds nights of results); an entry of another format is skipped
@@ -70,6 +71,7 @@ def entry_for(summary: dict[str, Any], summary_path: Path) -> dict[str, Any]:
         "paths_reached": len(summary["wrapper_hits"]),
         "paths_total": len(set(ALL_PATHS) | set(summary["wrapper_hits"])),
         "coverage_percent": cov.get("percent"),
+        "branch_percent": cov.get("branch_percent"),
         "torch": summary.get("torch"),
         "device": (summary.get("config") or {}).get("device"),
     }

@@ -6,11 +6,14 @@ One row per wrapper path of the catalogue (`pythonify.paths.ALL_PATHS`, plus any
 reached that the catalogue lacks): cases that reached it, runs that did, new findings whose
 wrapper paths include it, and when it was last reached. Paths never reached come first: they
 are what the next generator work should aim at. Rendered for the terminal and as markdown
-(tabulate) and as a self-contained HTML page; files are written atomically.
+(tabulate) and as a self-contained HTML page; given a history (reports/history.json), the
+page embeds the trend plot across nights and the markdown links it. Files are written
+atomically.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import html
 import json
@@ -127,8 +130,13 @@ def render_text(rows: list[PathRow], runs: list[RunSummary]) -> str:
     return head + "\n\n" + tabulate(_table(rows), headers=_HEADERS, tablefmt="simple") + "\n"
 
 
-def render_markdown(rows: list[PathRow], runs: list[RunSummary], title: str) -> str:
+def render_markdown(
+    rows: list[PathRow], runs: list[RunSummary], title: str, trend: str | None = None
+) -> str:
+    """`trend`: the trend PNG's file name, linked relative to the markdown file."""
     lines = [f"# {title}", "", _runs_line(runs), ""]
+    if trend:
+        lines += [f"![Trend across nights: paths reached, coverage, findings]({trend})", ""]
     lines.append(tabulate(_table(rows), headers=_HEADERS, tablefmt="github"))
     cov = latest_coverage(runs)
     if cov is not None:
@@ -158,8 +166,11 @@ def _runs_line(runs: list[RunSummary]) -> str:
     return "Runs: " + "; ".join(parts) + "."
 
 
-def render_html(rows: list[PathRow], runs: list[RunSummary], title: str) -> str:
-    """One self-contained page (no external assets): the table, never-reached rows marked."""
+def render_html(
+    rows: list[PathRow], runs: list[RunSummary], title: str, trend_png: bytes | None = None
+) -> str:
+    """One self-contained page (no external assets): the table, never-reached rows marked, and
+    the trend plot embedded as a data URI when there is one."""
     esc = html.escape
     body = []
     for r in rows:
@@ -176,6 +187,7 @@ def render_html(rows: list[PathRow], runs: list[RunSummary], title: str) -> str:
 <style>
 body {{ font-family: system-ui, sans-serif; margin: 2rem; color: #222; }}
 table {{ border-collapse: collapse; }}
+img#trend {{ max-width: 100%; border: 1px solid #ddd; }}
 th, td {{ border: 1px solid #ccc; padding: 0.25rem 0.6rem; text-align: right; }}
 th:first-child, td:first-child {{ text-align: left; }}
 tr.never td {{ background: #fff3e0; }}
@@ -185,6 +197,8 @@ tr.never td {{ background: #fff3e0; }}
 <p>{len(rows) - never} of {len(rows)} wrapper paths reached; <strong>{never} never reached</strong>
 (listed first, highlighted): what the next generator work should aim at.</p>
 <p>{esc(_runs_line(runs))}</p>
+{_trend_html(trend_png)}
+<h2>Wrapper paths</h2>
 <table id="wrapper-paths">
 <thead><tr>{"".join(f"<th>{esc(h)}</th>" for h in _HEADERS)}</tr></thead>
 <tbody>
@@ -193,6 +207,16 @@ tr.never td {{ background: #fff3e0; }}
 {_coverage_html(latest_coverage(runs))}
 </body></html>
 """
+
+
+def _trend_html(png: bytes | None) -> str:
+    if png is None:
+        return ""
+    data = base64.b64encode(png).decode("ascii")
+    return (
+        '<h2>Trend across nights</h2>\n<img id="trend" alt="Trend across nights: wrapper paths '
+        'reached, coverage and findings" src="data:image/png;base64,' + data + '">'
+    )
 
 
 def _coverage_html(cov: dict[str, Any] | None) -> str:
@@ -227,12 +251,25 @@ def _coverage_rows(cov: dict[str, Any]) -> list[list[Any]]:
     return [[name, v.get("lines", "-"), v.get("branches", "-")] for name, v in cov["files"].items()]
 
 
-def write_report(runs: list[RunSummary], out: Path, stem: str) -> tuple[Path, Path]:
-    """`<out>/<stem>.md` and `<out>/<stem>.html`, each written atomically."""
+def write_report(
+    runs: list[RunSummary],
+    out: Path,
+    stem: str,
+    history: list[dict[str, Any]] | None = None,
+) -> tuple[Path, Path]:
+    """`<out>/<stem>.md` and `<out>/<stem>.html` (and `<stem>-trend.png` when `history` has
+    entries), each written atomically; the PNG first, so the markdown never links a missing
+    file."""
     out.mkdir(parents=True, exist_ok=True)
     rows = path_rows(runs)
     title = f"pyfy-fuzz wrapper-path report ({stem})"
     md, page = out / f"{stem}.md", out / f"{stem}.html"
-    atomic_write(md, render_markdown(rows, runs, title))
-    atomic_write(page, render_html(rows, runs, title))
+    png = None
+    if history:
+        from .trend import trend_png
+
+        png = trend_png(history)
+        atomic_write(out / f"{stem}-trend.png", png)
+    atomic_write(md, render_markdown(rows, runs, title, f"{stem}-trend.png" if png else None))
+    atomic_write(page, render_html(rows, runs, title, png))
     return md, page

@@ -71,3 +71,7 @@ def test_nightly_runs_reports_and_appends_history(tmp_path: Path) -> None:
     assert summary["coverage"]["percent"] is not None  # nightly measures coverage
     h = History.load(out / "history.json")
     assert len(h.entries) == 1 and h.entries[0]["summary"] == str(run)
+    assert h.entries[0]["branch_percent"] is not None
+    assert any(n.endswith("-trend.png") for n in names)  # tonight is already in the trend
+    page = next(out.glob("nightly-*.html")).read_text()
+    assert '<img id="trend"' in page

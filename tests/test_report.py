@@ -155,6 +155,7 @@ def test_coverage_from_several_processes_is_combined_and_reported(tmp_path: Path
         subprocess.run([sys.executable, "-c", code], check=True)
     cov = combine_coverage(data)
     assert cov["percent"] == 100.0, cov  # together the two processes ran every line and branch
+    assert cov["branch_percent"] == 100.0, cov
     assert Path(cov["html"]).is_file()
     summary = _summary(tmp_path, "s.json", {"tokens/forward": 1}, [], "2026-11-22T00:00:00Z")
     summary.write_text(json.dumps({**json.loads(summary.read_text()), "coverage": cov}))

@@ -111,6 +111,10 @@ class Capture:
     fx_meta: dict[str, tuple[FxNodeMeta, ...]] = field(default_factory=dict)
 
 
+# torch's descriptor class of a synthetic base input -> the IR's name for how it was made.
+_BASE_KINDS = {"SyntheticBaseAOTInput": "storage", "ViewBaseAOTInput": "view_base"}
+
+
 class _Recorder:
     """Collects wrapper records and graphs during one compile."""
 
@@ -122,6 +126,8 @@ class _Recorder:
         self.done = False
         # torch's own view of each graph's nodes (seq_nr etc.), kept apart from what we render.
         self.fx_meta: dict[str, tuple[FxNodeMeta, ...]] = {}
+        # id(AOTSyntheticBaseWrapper) -> how each synthetic base was made, read in pre_compile.
+        self.base_kinds: dict[int, list[str]] = {}
 
     # -- graphs --------------------------------------------------------------------------
     def fx_compiler(self, role: str) -> Callable[..., Any]:
@@ -160,6 +166,10 @@ class _Recorder:
         for name, cls in classes.items():
             saved.append((cls, "post_compile", cls.__dict__["post_compile"]))
             cls.post_compile = self._wrap_post_compile(name, cls.post_compile)  # type: ignore[attr-defined]
+        sb = classes["AOTSyntheticBaseWrapper"]
+        if "pre_compile" in sb.__dict__:  # else: base kinds unknown, no path variant
+            saved.append((sb, "pre_compile", sb.__dict__["pre_compile"]))
+            sb.pre_compile = self._wrap_synthetic_base_pre_compile(sb.pre_compile)  # type: ignore[attr-defined]
         ada = C.autograd_dispatch_class()
         saved.append((ada, "post_compile", ada.__dict__["post_compile"]))
         orig_ada = ada.post_compile  # type: ignore[attr-defined]
@@ -188,6 +198,26 @@ class _Recorder:
             return orig(self, compiled_fn, aot_config, runtime_metadata=runtime_metadata)
 
         return post_compile
+
+    def _wrap_synthetic_base_pre_compile(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        """Read which kind of synthetic base torch made: only pre_compile sees the inputs.
+
+        merge_view_inputs makes a base from the shared storage when no alias has a `_base`
+        (set_-shared inputs: the storage-wide base) and reuses the common `_base` otherwise;
+        it tells the two apart only in the descriptors it returns. Kinds stay unknown (no
+        path variant) where a torch returns something else.
+        """
+        recorder = self
+
+        @functools.wraps(orig)
+        def pre_compile(self: Any, *args: Any, **kwargs: Any) -> Any:
+            out = orig(self, *args, **kwargs)
+            descs = out[2] if isinstance(out, tuple) and len(out) == 4 else ()
+            names = [type(d).__name__ for d in descs]
+            recorder.base_kinds[id(self)] = [_BASE_KINDS[n] for n in names if n in _BASE_KINDS]
+            return out
+
+        return pre_compile
 
     def _record(self, name: str, w: Any, aot_config: Any, meta: Any) -> None:
         if name in self.wrappers and name != "FakifiedOutWrapper":
@@ -255,6 +285,7 @@ class _Recorder:
                     w.aliased_arg_idx_with_metadata_mutations
                 ),
                 trace_joint=bool(w.trace_joint),
+                base_kinds=self.base_kinds.get(id(w), []),
             )
         elif name == "DebugAssertWrapper":
             rec = dict(active=True, flat_requires_grad=list(w.flat_requires_grad))

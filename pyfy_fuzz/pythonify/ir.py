@@ -332,6 +332,9 @@ class AOTSyntheticBaseWrapperNode(IRNode):
     `base_groups[b]` lists the original arg indices whose shared base becomes new arg b;
     `other_arg_indices` follow the bases. Outputs appended for
     `aliased_arg_idx_with_metadata_mutations` are applied with as_strided_ and dropped.
+    `base_kinds` says how each base was made ("storage": a tensor over the shared storage,
+    when no alias has a `_base`, e.g. set_-shared inputs; "view_base": the aliases' common
+    `_base`); it changes nothing at runtime and names the coverage path variant.
     """
 
     wrapper: ClassVar[str] = "AOTSyntheticBaseWrapper"
@@ -340,6 +343,7 @@ class AOTSyntheticBaseWrapperNode(IRNode):
     other_arg_indices: list[int] = field(default_factory=list)
     aliased_arg_idx_with_metadata_mutations: list[int] = field(default_factory=list)
     trace_joint: bool = False
+    base_kinds: list[str] = field(default_factory=list)
 
     def accept(self, visitor: CodeGenVisitor) -> Any:
         return visitor.visit_synthetic_base(self)

@@ -84,10 +84,23 @@ ALL_PATHS: tuple[str, ...] = (
     "synthetic_base/inference",
     "synthetic_base/metadata_mutation",
     "synthetic_base/nd",
+    "synthetic_base/storage",
     "synthetic_base/training",
+    "synthetic_base/view_base",
     "tokens/backward",
     "tokens/forward",
 )
+
+
+# Variants that refine a path which is itself always emitted alongside them. They are reported
+# and counted like any path, but finding signatures leave them out (`signature_paths`), so
+# adding a refinement never renames a known finding in a corpus.
+REFINEMENTS: frozenset[str] = frozenset({"synthetic_base/storage", "synthetic_base/view_base"})
+
+
+def signature_paths(paths: tuple[str, ...] | list[str]) -> list[str]:
+    """The wrapper paths a finding's signature is made of: all but the refinements."""
+    return sorted(p for p in paths if p not in REFINEMENTS)
 
 
 def _runtime_paths(node: RuntimeWrapperNode) -> list[str]:
@@ -185,6 +198,7 @@ def _synthetic_base_paths(node: AOTSyntheticBaseWrapperNode, ir: PythonifyIR) ->
         paths.append("synthetic_base/nd" if max(ndims) > 1 else "synthetic_base/1d")
     if node.aliased_arg_idx_with_metadata_mutations:
         paths.append("synthetic_base/metadata_mutation")
+    paths += [f"synthetic_base/{kind}" for kind in node.base_kinds]
     return paths
 
 

@@ -449,3 +449,17 @@ def test_refused_grad_fn_is_compared():
     ref, got = ev.eager.calls[0], ev.compiled.calls[0]
     got.outputs[0].grad_fn = "<refused: RuntimeError>"
     assert diff_autograd(ref, got, PairContext(ev, "torch.compile", True))
+
+
+def test_signature_leaves_out_path_refinements():
+    """A refinement (a finer variant of a path that is also emitted) must not rename a finding
+    already in a corpus: the checked-in entries were signed before synthetic_base/storage."""
+    from pyfy_fuzz.pythonify.paths import REFINEMENTS
+
+    base = ("runtime/input_mutation/data", "synthetic_base/1d", "synthetic_base/inference")
+    plain = Finding("compile-divergence", "guards", "torch.compile", base, "x")
+    for refinement in sorted(REFINEMENTS):
+        refined = Finding("compile-divergence", "guards", "torch.compile", (*base, refinement), "x")
+        assert refined.signature == plain.signature
+    other = Finding("compile-divergence", "guards", "torch.compile", base[:2], "x")
+    assert other.signature != plain.signature
