@@ -365,14 +365,20 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 # -- nightly -----------------------------------------------------------------------------------
+NIGHTS_IN_REPORT = 30  # run summaries (newest) that the nightly table spans
+
+
 def add_nightly_parser(commands: Any) -> None:
     p = commands.add_parser(
         "nightly",
         help="a campaign with coverage, then a dated report and a history entry",
         description=(
             "Run a campaign with --coverage into --corpus, save its summary under "
-            "<out>/runs/, write <out>/nightly-<date>.md and .html, and append an entry to "
-            "<out>/history.json. Exit status as `run`: 0 no new findings, 1 new findings, "
+            "<out>/runs/, append an entry to <out>/history.json, and write "
+            "<out>/nightly-<date>.md and .html: the wrapper-path table over the newest "
+            f"{NIGHTS_IN_REPORT} summaries in <out>/runs/ (a damaged one is skipped with a "
+            "warning) and the trend plot of the history. "
+            "Exit status as `run`: 0 no new findings, 1 new findings, "
             "2 usage or environment error (including an unreadable history.json, which is "
             "never overwritten)."
         ),
@@ -432,8 +438,14 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     )
     result = _run_campaign(config)
     history.append(entry_for(result.summary, summary_path))  # tonight is in the trend
-    md, page = write_report(
-        load_runs([summary_path]), args.out, f"nightly-{date}", history=history.entries
-    )
+    # The table spans recent nights, so "last reached" says when a path stopped being reached.
+    recent = sorted(runs_dir.glob("*.json"))[-NIGHTS_IN_REPORT:]
+    if summary_path not in recent:
+        recent.append(summary_path)
+    warnings: list[str] = []
+    runs = load_runs(recent, warnings)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    md, page = write_report(runs, args.out, f"nightly-{date}", history=history.entries)
     print(f"wrote {md}, {page}; history: {history.path} ({len(history.entries)} nights)")
     return result.exit_code

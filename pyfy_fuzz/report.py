@@ -55,34 +55,47 @@ class PathRow:
     findings: int
     last_reached: str | None
     in_catalogue: bool = True
+    latest: int = 0  # cases of the most recent run that reached it
 
     @property
     def family(self) -> str:
         return self.path.split("/", 1)[0]
 
 
-def load_runs(paths: list[Path]) -> list[RunSummary]:
+def load_runs(paths: list[Path], warnings: list[str] | None = None) -> list[RunSummary]:
+    """Raise ReportError on the first bad summary; with a `warnings` list, note it there and
+    skip it instead (nightly reads every past night: one damaged file must not stop it)."""
     runs = []
     for p in paths:
         try:
-            data = json.loads(Path(p).read_text())
-        except FileNotFoundError:
-            raise ReportError(f"no such run summary: {p}") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ReportError(f"run summary {p} is unreadable: {e}") from None
-        if not isinstance(data, dict) or any(k not in data for k in _REQUIRED):
-            raise ReportError(
-                f"{p} is not a `pyfy-fuzz run --json` summary (needs {', '.join(_REQUIRED)})"
-            )
-        if not isinstance(data["wrapper_hits"], dict) or not isinstance(data["findings"], list):
-            raise ReportError(f"{p}: wrapper_hits must be an object and findings a list")
-        runs.append(RunSummary(Path(p), data))
+            runs.append(_load_run(Path(p)))
+        except ReportError as e:
+            if warnings is None:
+                raise
+            warnings.append(f"{e}; skipped")
     return runs
+
+
+def _load_run(p: Path) -> RunSummary:
+    try:
+        data = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise ReportError(f"no such run summary: {p}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ReportError(f"run summary {p} is unreadable: {e}") from None
+    if not isinstance(data, dict) or any(k not in data for k in _REQUIRED):
+        raise ReportError(
+            f"{p} is not a `pyfy-fuzz run --json` summary (needs {', '.join(_REQUIRED)})"
+        )
+    if not isinstance(data["wrapper_hits"], dict) or not isinstance(data["findings"], list):
+        raise ReportError(f"{p}: wrapper_hits must be an object and findings a list")
+    return RunSummary(p, data)
 
 
 def path_rows(runs: list[RunSummary]) -> list[PathRow]:
     """Never-reached paths first (catalogue order), then the reached ones, fewest cases first."""
     seen = {p for r in runs for p in r.data["wrapper_hits"]}
+    newest = max(runs, key=lambda r: r.when) if runs else None
     rows = []
     for path in [*ALL_PATHS, *sorted(seen - set(ALL_PATHS))]:
         hits = [(r, int(r.data["wrapper_hits"].get(path, 0))) for r in runs]
@@ -98,6 +111,7 @@ def path_rows(runs: list[RunSummary]) -> list[PathRow]:
                 findings=findings,
                 last_reached=max((r.when for r, _ in reached), default=None),
                 in_catalogue=path in ALL_PATHS,
+                latest=int(newest.data["wrapper_hits"].get(path, 0)) if newest else 0,
             )
         )
     never = [r for r in rows if r.cases == 0]
@@ -105,7 +119,7 @@ def path_rows(runs: list[RunSummary]) -> list[PathRow]:
     return never + reached_rows
 
 
-_HEADERS = ["wrapper path", "cases", "runs", "findings", "last reached"]
+_HEADERS = ["wrapper path", "cases", "runs", "findings", "last reached", "latest run"]
 
 
 def _table(rows: list[PathRow]) -> list[list[Any]]:
@@ -116,6 +130,7 @@ def _table(rows: list[PathRow]) -> list[list[Any]]:
             r.runs,
             r.findings,
             r.last_reached or "never",
+            r.latest,
         ]
         for r in rows
     ]
@@ -154,16 +169,25 @@ def render_markdown(
 _COV_HEADERS = ["file", "line %", "branch %"]
 
 
+def _run_line(r: RunSummary) -> str:
+    c = r.data.get("config", {})
+    return (
+        f"{r.path.name}: {r.data['cases']} cases, {len(r.data['findings'])} new findings, "
+        f"{c.get('backend', '?')} on {c.get('device', '?')}, torch "
+        f"{r.data.get('torch', '?')}, finished {r.when}"
+    )
+
+
 def _runs_line(runs: list[RunSummary]) -> str:
-    parts = []
-    for r in runs:
-        c = r.data.get("config", {})
-        parts.append(
-            f"{r.path.name}: {r.data['cases']} cases, {len(r.data['findings'])} new findings, "
-            f"{c.get('backend', '?')} on {c.get('device', '?')}, torch "
-            f"{r.data.get('torch', '?')}, finished {r.when}"
-        )
-    return "Runs: " + "; ".join(parts) + "."
+    """Each run for a few; past that (a month of nights) a span and the latest run."""
+    if len(runs) <= 3:
+        return "Runs: " + "; ".join(_run_line(r) for r in runs) + "."
+    ordered = sorted(runs, key=lambda r: r.when)
+    total = sum(int(r.data["cases"]) for r in runs)
+    return (
+        f"{len(runs)} runs from {ordered[0].when} to {ordered[-1].when}, {total} cases in all; "
+        f"latest: {_run_line(ordered[-1])}."
+    )
 
 
 def render_html(
@@ -179,7 +203,7 @@ def render_html(
             f"<tr{cls}><td><code>{esc(r.path)}</code>"
             + ("" if r.in_catalogue else " <em>(not in catalogue)</em>")
             + f"</td><td>{r.cases}</td><td>{r.runs}</td><td>{r.findings}</td>"
-            f"<td>{esc(r.last_reached or 'never')}</td></tr>"
+            f"<td>{esc(r.last_reached or 'never')}</td><td>{r.latest}</td></tr>"
         )
     never = sum(1 for r in rows if r.cases == 0)
     return f"""<!doctype html>
@@ -247,8 +271,20 @@ def latest_coverage(runs: list[RunSummary]) -> dict[str, Any] | None:
     return {"run": latest.path.name, "when": latest.when, **latest.data["coverage"]}
 
 
+def _short(name: str) -> str:
+    """torch/... or pyfy_fuzz/...: the part of a measured file's path a reader recognises."""
+    for marker in ("site-packages/", "/pyfy_fuzz/"):
+        if marker in name:
+            tail = name.rsplit(marker, 1)[1]
+            return tail if marker == "site-packages/" else "pyfy_fuzz/" + tail
+    return name
+
+
 def _coverage_rows(cov: dict[str, Any]) -> list[list[Any]]:
-    return [[name, v.get("lines", "-"), v.get("branches", "-")] for name, v in cov["files"].items()]
+    return [
+        [_short(name), v.get("lines", "-"), v.get("branches", "-")]
+        for name, v in cov["files"].items()
+    ]
 
 
 def write_report(

@@ -164,3 +164,37 @@ def test_coverage_from_several_processes_is_combined_and_reported(tmp_path: Path
     assert "## Coverage (s.json" in md and "target.py" in md
     page = next((tmp_path / "rep").glob("*.html")).read_text()
     assert '<table id="coverage">' in page and "index.html" in page
+
+
+def test_latest_run_column_and_skipping_bad_summaries(tmp_path: Path) -> None:
+    old = _summary(tmp_path, "old.json", {"tokens/forward": 9}, [], "2026-11-01T00:00:00Z")
+    new = _summary(tmp_path, "new.json", {"dedupe/duplicate_args": 2}, [], "2026-11-22T00:00:00Z")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    warnings: list[str] = []
+    runs = load_runs([old, bad, new], warnings)
+    assert [r.path.name for r in runs] == ["old.json", "new.json"]
+    assert len(warnings) == 1 and "bad.json" in warnings[0] and "skipped" in warnings[0]
+    rows = {r.path: r for r in path_rows(runs)}
+    # tokens/forward: reached three weeks ago, not by the latest run -- the regression to see.
+    assert (rows["tokens/forward"].cases, rows["tokens/forward"].latest) == (9, 0)
+    assert rows["tokens/forward"].last_reached == "2026-11-01T00:00:00Z"
+    assert rows["dedupe/duplicate_args"].latest == 2
+    with pytest.raises(ReportError):
+        load_runs([old, bad])  # without a warnings list a bad summary is an error
+
+
+def test_many_runs_are_summarised_in_one_line(tmp_path: Path) -> None:
+    from pyfy_fuzz.report import render_markdown
+
+    runs = load_runs(
+        [
+            _summary(
+                tmp_path, f"n{i}.json", {"tokens/forward": 1}, [], f"2026-11-{10 + i}T00:00:00Z"
+            )
+            for i in range(6)
+        ]
+    )
+    md = render_markdown(path_rows(runs), runs, "t")
+    assert "6 runs from 2026-11-10T00:00:00Z to 2026-11-15T00:00:00Z, 66 cases in all" in md
+    assert "latest: n5.json" in md and "n0.json" not in md

@@ -95,7 +95,11 @@ ALL_PATHS: tuple[str, ...] = (
 # Variants that refine a path which is itself always emitted alongside them. They are reported
 # and counted like any path, but finding signatures leave them out (`signature_paths`), so
 # adding a refinement never renames a known finding in a corpus.
-REFINEMENTS: frozenset[str] = frozenset({"synthetic_base/storage", "synthetic_base/view_base"})
+# (autograd/saved_tensors refines autograd/training: it was never emitted before an
+# open-ended slice was counted right, so entries signed before that lack it.)
+REFINEMENTS: frozenset[str] = frozenset(
+    {"synthetic_base/storage", "synthetic_base/view_base", "autograd/saved_tensors"}
+)
 
 
 def signature_paths(paths: tuple[str, ...] | list[str]) -> list[str]:
@@ -136,9 +140,18 @@ def _subclass_paths(node: AOTDispatchSubclassWrapperNode, ir: PythonifyIR) -> li
 
 def _autograd_paths(node: AOTAutogradWrapperNode, ir: PythonifyIR) -> list[str]:
     paths = ["autograd/training"]
-    lo, hi = node.tensors_saved_for_bw_with_vc_check_slice
-    lo2, hi2 = node.tensors_saved_for_bw_no_vc_check_slice
-    if (hi or 0) > (lo or 0) or (hi2 or 0) > (lo2 or 0):
+    # The slices index the forward graph's outputs and may be open-ended ((1, None): all
+    # outputs after the first), so count them against that graph's output count.
+    fw = ir.graphs.get("forward")
+    n_out = fw.num_outputs if fw is not None else 0
+    saved = sum(
+        len(range(n_out)[slice(*pair)])
+        for pair in (
+            node.tensors_saved_for_bw_with_vc_check_slice,
+            node.tensors_saved_for_bw_no_vc_check_slice,
+        )
+    )
+    if saved:
         paths.append("autograd/saved_tensors")
     if node.num_symints_saved_for_bw:
         paths.append("autograd/saved_symints")

@@ -250,3 +250,20 @@ def test_guard_grad_mode(tmp_path):
     mod = load(res.path, bind=f)
     with torch.no_grad(), pytest.raises(PythonifyGuardError, match="grad mode"):
         mod.call(r(4, rg=True))
+
+
+def test_saved_tensors_path_counts_open_ended_slices(tmp_path):
+    """torch gives the saved-tensor slice as (k, None): 'every forward output after k'."""
+
+    def saves(a, b):
+        return (a * b).sin()
+
+    def saves_nothing(a, b):
+        return a + b
+
+    make = lambda: (r(3, rg=True), r(3, rg=True))  # noqa: E731
+    res = check_parity(tmp_path, saves, make, expect="AOTDispatchAutograd")
+    assert "autograd/saved_tensors" in wrapper_paths(res.ir)
+    torch._dynamo.reset()
+    res = check_parity(tmp_path, saves_nothing, make, expect="AOTDispatchAutograd")
+    assert "autograd/saved_tensors" not in wrapper_paths(res.ir)
