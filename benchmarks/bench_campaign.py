@@ -19,42 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-TICK = os.sysconf("SC_CLK_TCK")
-PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def _machine_busy() -> tuple[float, float]:
-    """(busy, total) jiffies over all CPUs since boot."""
-    fields = [float(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-    idle = fields[3] + fields[4]
-    return sum(fields) - idle, sum(fields)
-
-
-def _tree(root: int) -> dict[int, tuple[float, int]]:
-    """pid -> (cpu seconds, rss bytes) for `root` and all its descendants."""
-    children: dict[int, list[int]] = {}
-    info: dict[int, tuple[float, int]] = {}
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        try:
-            stat = (p / "stat").read_text()
-            rest = stat[stat.rindex(")") + 2 :].split()
-            ppid = int(rest[1])
-            cpu = (float(rest[11]) + float(rest[12])) / TICK
-            rss = int(rest[21]) * PAGE
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(p.name))
-        info[int(p.name)] = (cpu, rss)
-    out: dict[int, tuple[float, int]] = {}
-    todo = [root]
-    while todo:
-        pid = todo.pop()
-        if pid in info:
-            out[pid] = info[pid]
-        todo.extend(children.get(pid, []))
-    return out
+from pyfy_fuzz.procstat import machine_busy, sample_until_exit
 
 
 def main() -> int:
@@ -72,20 +37,20 @@ def main() -> int:
     cmd += ["--backend", args.backend]
     if args.workers:
         cmd += ["--workers", str(args.workers)]
-    busy0, total0 = _machine_busy()
+    busy0, total0 = machine_busy()
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    samples = []
-    seen_cpu: dict[int, float] = {}
-    while proc.poll() is None:
-        time.sleep(1.0)
-        tree = _tree(proc.pid)
-        for pid, (cpu, _) in tree.items():
-            seen_cpu[pid] = max(seen_cpu.get(pid, 0.0), cpu)
-        workers = sorted(rss for pid, (_, rss) in tree.items() if pid != proc.pid)
-        samples.append({"t": time.monotonic() - t0, "rss": workers})
+    tree_samples = sample_until_exit(proc)
     wall = time.monotonic() - t0
-    busy1, total1 = _machine_busy()
+    busy1, total1 = machine_busy()
+    seen_cpu: dict[int, float] = {}
+    samples = []
+    for ts in tree_samples:
+        for info in ts.procs.values():
+            seen_cpu[info.pid] = max(seen_cpu.get(info.pid, 0.0), info.cpu_s)
+        # workers: forked from the campaign's fork server (depth 2)
+        workers = sorted(info.rss for info in ts.procs.values() if info.depth >= 2)
+        samples.append({"t": ts.t, "rss": workers})
     summary = json.loads(summary_path.read_text())
     cores = len(os.sched_getaffinity(0))
     tree_cpu = sum(seen_cpu.values())

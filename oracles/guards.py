@@ -4,6 +4,11 @@ the pythonified file must raise PythonifyGuardError -- or, where its guards admi
 (dynamic shapes), agree with eager (with torch.compile's relaxations: eager is the reference
 for inputs the compile never saw) or do exactly what torch.compile's recompile did. Any other
 outcome is guard-unsound: a wrong result or an error other than the guard's.
+
+Guard parity: where Dynamo's guards rejected the variant inputs (torch.compile compiled a new
+graph for them), the file -- one compiled graph -- must reject them too. A file that accepts
+them and happens to compute the right values still lacks a guard torch has (the next such
+input may not be so lucky): a pythonify-divergence.
 """
 
 from __future__ import annotations
@@ -117,4 +122,11 @@ def check(ev: Evidence) -> list[Finding]:
         return out  # the file does what torch.compile does; its divergence is reported above
     if diffs:
         out.append(finding(ev, NAME, "pythonify", diffs, kind="guard-unsound"))
+    elif c is not None and c.recompiled and ev.compiled.setup_error is None:
+        # Right values, but a guard torch has is missing from the file (guard parity).
+        diffs = [
+            f"variant call ({e.variant}): torch.compile's guards rejected the inputs (it "
+            f"recompiled); the file's accepted them, expected {GUARD_ERROR}"
+        ]
+        out.append(finding(ev, NAME, "pythonify", diffs, kind="pythonify-divergence"))
     return out

@@ -69,6 +69,9 @@ class CampaignConfig:
     max_ops: int = 5
     max_inputs: int = 3
     coverage: bool = False  # coverage.py over AOTAutograd's runtime wrappers and the generator
+    # Stop at the first case with a finding against this subject ("pythonify": the self-test's
+    # "the planted bug was caught"); the summary's "stopped_on" says when and on what.
+    stop_on_subject: str | None = None
 
     @property
     def shrink_s(self) -> float:
@@ -109,6 +112,7 @@ class Stats:
     known_seen: Counter[str] = field(default_factory=Counter)
     new: dict[str, NewFinding] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    stopped_on: dict[str, Any] | None = None
 
     @property
     def elapsed(self) -> float:
@@ -279,6 +283,7 @@ class Campaign:
             return  # a reduction's candidate, not exploration
         st = self.stats
         st.cases += 1
+        self._check_stop(r)
         if r.get("shrinking"):
             st.shrink_cases += 1
             new = st.new.get(r["shrinking"])
@@ -296,6 +301,20 @@ class Campaign:
                 st.new[sig].count += 1
             elif sig in self.known:
                 st.known_seen[sig] += 1
+
+    def _check_stop(self, r: dict[str, Any]) -> None:
+        subject = self.config.stop_on_subject
+        if subject is None or self.stats.stopped_on is not None:
+            return
+        hit = next((f for f in r["findings"] if f.get("subject") == subject), None)
+        if hit is not None:
+            self.stats.stopped_on = {
+                "elapsed_s": round(self.stats.elapsed, 2),
+                "cases": self.stats.cases,
+                "finding": hit,
+                "spec": r.get("spec"),
+            }
+            self.deadline = time.monotonic()  # the loop ends; workers stop as at the budget
 
     def _on_found(self, slot: int, p: dict[str, Any]) -> None:
         sig = p["finding"]["signature"]
@@ -518,6 +537,7 @@ class Campaign:
             "deaths": dict(st.deaths),
             "recycled": st.recycled,
             "notes": st.notes[-50:],
+            "stopped_on": st.stopped_on,
             "torch": torch.__version__,
             "config": {
                 "budget_s": self.config.budget_s,

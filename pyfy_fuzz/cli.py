@@ -44,17 +44,21 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    from pyfy_fuzz.cli_bench import add_bench_parser
     from pyfy_fuzz.cli_campaign import (
         add_nightly_parser,
         add_replay_parser,
         add_report_parser,
         add_run_parser,
     )
+    from pyfy_fuzz.cli_selftest import add_selftest_parser
 
     add_run_parser(commands)
     add_replay_parser(commands)
     add_report_parser(commands)
+    add_bench_parser(commands)
     add_nightly_parser(commands)
+    add_selftest_parser(commands)
     _add_pythonify_parser(commands)
     return parser
 

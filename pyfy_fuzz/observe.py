@@ -158,6 +158,9 @@ class CallObs:
     grads: list[TensorObs | None] | None = None
     second: list[TensorObs | None] | ExcObs | None = None
     outputs_later: list[TensorObs | str] | None = None  # re-read after all calls
+    # Dynamo compiled a new graph during this call (its guards rejected the inputs); only
+    # torch.compile compiles, so False for eager and the pythonified file.
+    recompiled: bool = False
 
 
 @dataclass
@@ -314,6 +317,13 @@ class Target:
     call: Callable[..., Any]
     module: Any = None
     extra: Callable[[], dict[str, Any]] | None = None
+
+
+def _dynamo_graphs() -> int:
+    """Graphs Dynamo has compiled in this process (torch's own counter)."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
 
 
 def observe_call(
@@ -548,7 +558,9 @@ def observe_subject(program: Any, target: Target, *, probes: bool = True) -> Sub
         call_obs.outputs_later = [_leaf_out_later(x) for x in outs]
     del live
     if plan.variant is not None:  # before the probes, which may change module state
+        graphs = _dynamo_graphs()
         obs.variant, _ = observe_call(program, target, 0, plan.variant)
+        obs.variant.recompiled = _dynamo_graphs() > graphs
     if probes:
         obs.mutation_probe = mutation_probe(program, target, plan.calls)
         if plan.backward:

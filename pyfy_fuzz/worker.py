@@ -343,7 +343,7 @@ class _Explorer:
         ch.send("start", {"spec": spec_json, "shrinking": run.target})
         result = _run(ch, self.config, self.impl, spec)
         self.cases += 1
-        ch.send("done", {**result, "shrinking": run.target})
+        ch.send("done", {**result, "shrinking": run.target, "spec": spec_json})
         found = {f["signature"]: f for f in result["findings"]}
         if run.target is None:
             new = [s for s in found if s not in ch.known]

@@ -68,6 +68,19 @@ def test_planted_missing_guard_is_guard_unsound():
     assert found and found[0].oracle == "guards", [f.explanation for f in r.findings]
 
 
+def test_missing_guard_with_right_values_breaks_guard_parity():
+    """Elementwise: without its guards the file computes the right values for the variant
+    shape, yet torch.compile recompiled for it: the file lacks a guard torch has."""
+    shapely = spec(
+        [("sin", ("a0",), ("v0",))], ["v0"], grad="none", plan=CallPlan(calls=1, variant="shape")
+    )
+    assert run_case(shapely).findings == []  # with its guards: a PythonifyGuardError, fine
+    r = run_case(shapely, impl=_Plant("def _check_guards(*args, **kwargs):\n    return None\n"))
+    (f,) = r.findings
+    assert (f.kind, f.oracle, f.subject) == ("pythonify-divergence", "guards", "pythonify")
+    assert "recompiled" in f.explanation
+
+
 class _Declines(BundledPythonify):
     def produce(self, *a: Any, **kw: Any) -> Produced:
         raise PythonifyUnsupported("planted", "test")

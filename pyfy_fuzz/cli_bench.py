@@ -1,0 +1,123 @@
+"""``pyfy-fuzz bench``: flags in, `bench.run_bench` out, tables and --json.
+
+Every check a user can fail happens here, before a worker starts, and ends in one line and
+exit 2 (the CliError of cli.py). Exit status 0 once measured, whether or not the targets are
+met (the table says which); 1 when a measurement could not be taken (the table's notes say
+why).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pyfy_fuzz.cli_campaign import _check_json_path, _cli_error, _workers
+
+_BACKENDS = ("aot_eager", "inductor")
+# --quick: sizes for tests and a first look; explicit flags still win.
+_FULL = {"programs": 20, "inductor_programs": 2, "rss_minutes": 10}
+_QUICK = {"programs": 1, "inductor_programs": 1, "rss_minutes": 1}
+
+
+def add_bench_parser(commands: Any) -> None:
+    p = commands.add_parser(
+        "bench",
+        help="measure cases/min, the harness's overhead and memory over a campaign",
+        description=(
+            "On a fixed, seeded set of programs: (a) cases/min per wrapper family with each "
+            "backend on --workers processes; (b) run_case's cost per case against the bare "
+            "torch work (torch.compile + running the same programs); (c) worker memory over a "
+            "real campaign of --rss-minutes (pyfy-fuzz run on a fresh corpus). Prints tables; "
+            "--json writes the numbers. Exit status: 0 measured (targets met or not), 1 a "
+            "measurement failed, 2 usage error. Takes about 5 minutes plus --rss-minutes."
+        ),
+    )
+    p.add_argument("--seed", type=int, default=0, help="draws the program set (default 0)")
+    p.add_argument(
+        "--programs",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"programs per family for aot_eager and the overhead (default {_FULL['programs']})",
+    )
+    p.add_argument(
+        "--inductor-programs",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"programs per family for inductor (default {_FULL['inductor_programs']})",
+    )
+    p.add_argument(
+        "--workers", type=int, default=None, help="worker processes (default: one per core)"
+    )
+    p.add_argument(
+        "--backends",
+        default=",".join(_BACKENDS),
+        help="comma-separated: aot_eager, inductor (default both)",
+    )
+    p.add_argument(
+        "--rss-minutes",
+        type=float,
+        default=None,
+        help=f"campaign length for the memory measurement (default {_FULL['rss_minutes']}; "
+        "0 skips it)",
+    )
+    p.add_argument("--rss-seconds", type=float, default=None, help=argparse.SUPPRESS)  # tests
+    p.add_argument("--json", type=Path, default=None, metavar="FILE")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny sizes (1 program per family, a 1-minute campaign): for tests",
+    )
+    p.set_defaults(run=cmd_bench)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    sizes = _QUICK if args.quick else _FULL
+    programs = sizes["programs"] if args.programs is None else args.programs
+    inductor = (
+        sizes["inductor_programs"] if args.inductor_programs is None else args.inductor_programs
+    )
+    minutes = sizes["rss_minutes"] if args.rss_minutes is None else args.rss_minutes
+    backends = tuple(b.strip() for b in args.backends.split(",") if b.strip())
+    unknown = [b for b in backends if b not in _BACKENDS]
+    if unknown or not backends or len(set(backends)) < len(backends):
+        raise _cli_error(
+            f"--backends: unknown, repeated or no backends in {args.backends!r}; "
+            f"choose from {', '.join(_BACKENDS)}"
+        )
+    if programs < 1:
+        raise _cli_error(f"--programs must be at least 1, got {programs}")
+    if inductor < 1 and "inductor" in backends:
+        raise _cli_error(f"--inductor-programs must be at least 1, got {inductor}")
+    if minutes < 0 or (args.rss_seconds is not None and args.rss_seconds < 0):
+        raise _cli_error("--rss-minutes must not be negative")
+    workers = _workers(args.workers)
+    _check_json_path(args.json)
+    from pyfy_fuzz.bench import BenchConfig, render, run_bench
+    from pyfy_fuzz.pool import WorkerStartError
+
+    config = BenchConfig(
+        seed=args.seed,
+        programs=programs,
+        inductor_programs=inductor,
+        workers=workers,
+        backends=backends,
+        rss_seconds=60 * minutes if args.rss_seconds is None else args.rss_seconds,
+        quick=args.quick,
+        log=lambda line: print(line, file=sys.stderr, flush=True),
+    )
+    try:
+        result = run_bench(config)
+    except WorkerStartError as e:
+        raise _cli_error(f"workers cannot start: {str(e).splitlines()[0]}") from None
+    print(render(result), end="")
+    if args.json is not None:
+        from pyfy_fuzz.atomic import atomic_write
+
+        atomic_write(args.json, json.dumps(result, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    return 1 if result["notes"] else 0
