@@ -150,6 +150,17 @@ class Builder:
         event(f"input dtype: {dtype}")
         return val
 
+    def add_twin(self, index: int) -> Val:
+        """Another root exactly like root `index` (shape, dtype, layout, grad): the aliasing
+        variant call passes one tensor for both, which only Dynamo's duplicate-input guard
+        (and the file's aliasing guard) tells apart -- every other guard still passes."""
+        spec = self.roots[index]
+        self.roots.append(spec)
+        val = self._root_val(spec)
+        self.root_vals.append(val)
+        event("input: twin of another root (for the aliasing variant)")
+        return val
+
     def _root_val(self, r: RootSpec) -> Val:
         shape, n = r.shape, numel(r.shape)
         if r.layout == "transposed":

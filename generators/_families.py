@@ -391,10 +391,14 @@ def build(draw: Callable[..., object], family: str, max_ops: int, max_inputs: in
     # Hypothesis's generation left it at its simplest (None) for all but ~1 in 10 programs,
     # and aliasing variants came in ~1 in 60 (measured); the guard oracles starved.
     variant = None if not b.chance(3) else b.pick(("aliasing", "shape", "dtype"))
+    twin = variant == "aliasing" and b.chance(2)  # drawn here too: shrinking keeps it simple
     b.backward = not b.chance(5)
     _BUILDERS[family](b)
     if not b.inputs:
         b.input_root(b.add_root())
+    plain = [i.root for i in b.inputs if i.kind == "root" and not b.roots[i.root].subclass]
+    if twin and plain:
+        b.input_root(b.add_twin(plain[0]))
     for _ in range(b.integer(0, b.profile.max_ops)):
         random_stmt(b)
     if not b.outputs or b.chance(3):

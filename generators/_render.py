@@ -467,6 +467,17 @@ def _make_inputs_source(spec: ProgramSpec) -> str:
         )
     elif len(tensor_ins) >= 2:
         first, last = tensor_ins[0], tensor_ins[-1]
+        # Prefer two inputs with identical roots (a twin): passed as one tensor, only the
+        # aliasing guards can tell.
+        plain = [i for i in tensor_ins if spec.inputs[i].kind == "root"]
+        twins = [
+            (i, j)
+            for i in plain
+            for j in plain
+            if i < j and spec.roots[spec.inputs[i].root] == spec.roots[spec.inputs[j].root]
+        ]
+        if twins:
+            first, last = twins[0]
         lines.append(
             f"        args = tuple(args[{first}] if i == {last} else a for i, a in enumerate(args))"
         )

@@ -13,6 +13,9 @@ input may not be so lucky): a pythonify-divergence.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+
 from pyfy_fuzz.observe import CallObs
 
 from ._base import finding
@@ -123,10 +126,36 @@ def check(ev: Evidence) -> list[Finding]:
     if diffs:
         out.append(finding(ev, NAME, "pythonify", diffs, kind="guard-unsound"))
     elif c is not None and c.recompiled and ev.compiled.setup_error is None:
-        # Right values, but a guard torch has is missing from the file (guard parity).
-        diffs = [
-            f"variant call ({e.variant}): torch.compile's guards rejected the inputs (it "
-            f"recompiled); the file's accepted them, expected {GUARD_ERROR}"
-        ]
-        out.append(finding(ev, NAME, "pythonify", diffs, kind="pythonify-divergence"))
+        # Right values, but a guard torch has is missing from the file (guard parity) -- on
+        # an input the file's graph reads: Dynamo also guards inputs it only passes through.
+        guarded = _names(ev.pythonified.extra.get("guarded_inputs", ()))
+        failed = sorted(_failed_names(c.recompile_reasons) & guarded)
+        if failed:
+            diffs = [
+                f"variant call ({e.variant}): torch.compile's guards rejected the inputs "
+                f"({'; '.join(c.recompile_reasons)[:200]}); the file's accepted them, "
+                f"expected {GUARD_ERROR} (it guards {', '.join(failed)})"
+            ]
+            out.append(finding(ev, NAME, "pythonify", diffs, kind="pythonify-divergence"))
+    return out
+
+
+def _names(sources: Iterable[str]) -> set[str]:
+    """L['a0'] -> a0 (Dynamo's guard-failure reasons name locals bare)."""
+    out = set()
+    for s in sources:
+        m = re.fullmatch(r"L\[['\"]([^'\"]+)['\"]\]", s)
+        out.add(m.group(1) if m else s)
+    return out
+
+
+def _failed_names(reasons: Iterable[str]) -> set[str]:
+    """The tensors Dynamo's guard failures name: "tensor 'b' dtype mismatch ...",
+    'Duplicate tensors found: ["a", "b"]'. Reasons of other shapes name none."""
+    out: set[str] = set()
+    for r in reasons:
+        out.update(re.findall(r"tensor '([^']+)'", r))
+        dup = re.search(r"Duplicate tensors found: (\[.*?\])", r)
+        if dup:
+            out.update(re.findall(r'"([^"]+)"', dup.group(1)))
     return out

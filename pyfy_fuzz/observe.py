@@ -158,9 +158,10 @@ class CallObs:
     grads: list[TensorObs | None] | None = None
     second: list[TensorObs | None] | ExcObs | None = None
     outputs_later: list[TensorObs | str] | None = None  # re-read after all calls
-    # Dynamo compiled a new graph during this call (its guards rejected the inputs); only
-    # torch.compile compiles, so False for eager and the pythonified file.
+    # Dynamo compiled a new graph during this call (its guards rejected the inputs), and the
+    # guard failures it gave; only torch.compile compiles, so empty for the other subjects.
     recompiled: bool = False
+    recompile_reasons: tuple[str, ...] = ()
 
 
 @dataclass
@@ -324,6 +325,13 @@ def _dynamo_graphs() -> int:
     from torch._dynamo.utils import counters
 
     return int(counters["stats"]["unique_graphs"])
+
+
+def _guard_failures() -> list[str]:
+    """Every guard-failure reason Dynamo has recorded in this process, oldest first."""
+    from torch._dynamo.utils import guard_failures
+
+    return [r for reasons in list(guard_failures.values()) for r in reasons]
 
 
 def observe_call(
@@ -558,9 +566,10 @@ def observe_subject(program: Any, target: Target, *, probes: bool = True) -> Sub
         call_obs.outputs_later = [_leaf_out_later(x) for x in outs]
     del live
     if plan.variant is not None:  # before the probes, which may change module state
-        graphs = _dynamo_graphs()
+        graphs, reasons = _dynamo_graphs(), _guard_failures()
         obs.variant, _ = observe_call(program, target, 0, plan.variant)
         obs.variant.recompiled = _dynamo_graphs() > graphs
+        obs.variant.recompile_reasons = tuple(_guard_failures()[len(reasons) :])
     if probes:
         obs.mutation_probe = mutation_probe(program, target, plan.calls)
         if plan.backward:

@@ -423,7 +423,7 @@ def _polish(
             return False
         ch.send("start", {"spec": candidate, "shrinking": target})
         result = _run(ch, config, impl, spec)
-        ch.send("done", {**result, "shrinking": target})
+        ch.send("done", {**result, "shrinking": target, "spec": candidate})
         hit = [f for f in result["findings"] if f["signature"] == target]
         if hit:
             best[0] = (candidate, hit[0])
@@ -468,7 +468,7 @@ def _shrunk(
         os.mkdir(staging)
         ch.send("start", {"spec": spec_json, "shrinking": finding["signature"]})
         result = _run(ch, config, impl, ProgramSpec.from_json(spec_json), workdir=staging)
-        ch.send("done", {**result, "shrinking": finding["signature"]})
+        ch.send("done", {**result, "shrinking": finding["signature"], "spec": spec_json})
     sigs = [f["signature"] for f in result["findings"]]
     ch.send(
         "shrunk",

@@ -78,7 +78,23 @@ def test_missing_guard_with_right_values_breaks_guard_parity():
     r = run_case(shapely, impl=_Plant("def _check_guards(*args, **kwargs):\n    return None\n"))
     (f,) = r.findings
     assert (f.kind, f.oracle, f.subject) == ("pythonify-divergence", "guards", "pythonify")
-    assert "recompiled" in f.explanation
+    assert "guards rejected the inputs" in f.explanation and "it guards a0" in f.explanation
+
+
+def test_guard_parity_ignores_inputs_the_graph_does_not_read():
+    """Dynamo also guards a tensor the function only returns; the file need not (its graph
+    never reads it), so a variant that changes only that tensor is no finding."""
+    passthrough = ProgramSpec(
+        family="input_mutation",
+        roots=(RootSpec((3,), grad="none", dtype="float64"), RootSpec((2,), grad="none")),
+        inputs=(InputSpec("root", root=0), InputSpec("root", root=1)),
+        body=(Stmt("sin", ("a0",), ("v0",)),),
+        outputs=(OutSpec("ref", "v0"), OutSpec("ref", "a1")),
+        plan=CallPlan(calls=1, variant="dtype"),  # float32 -> float64: only a1 changes
+    )
+    r = run_case(passthrough, keep_evidence=True)
+    assert r.evidence is not None and r.evidence.compiled.variant.recompiled
+    assert r.findings == [], [f.explanation for f in r.findings]
 
 
 class _Declines(BundledPythonify):

@@ -12,10 +12,13 @@ time is the time to first detection, start-up included.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -122,7 +125,8 @@ def confirm(mutant: Mutant, spec_json: str | None, backend: str) -> tuple[bool, 
 
     def against_pythonify(impl: Any) -> list[str]:
         torch._dynamo.reset()
-        r = run_case(spec, backend=backend, impl=impl)
+        with _stdout_discarded():  # effect programs print; the table must stay readable
+            r = run_case(spec, backend=backend, impl=impl)
         return [f"{f.kind}/{f.oracle}" for f in r.findings if f.subject == "pythonify"]
 
     mutated = against_pythonify(MutantPythonify(mutant))
@@ -132,6 +136,23 @@ def confirm(mutant: Mutant, spec_json: str | None, backend: str) -> tuple[bool, 
     if not mutated:
         return False, "did not fail again with the mutant (flaky detection)"
     return True, ""
+
+
+@contextlib.contextmanager
+def _stdout_discarded() -> Iterator[None]:
+    """fd 1 to /dev/null (torch's print ops write there directly, past sys.stdout)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            try:
+                yield
+            finally:
+                sys.stdout.flush()
+                os.dup2(saved, 1)
+    finally:
+        os.close(saved)
 
 
 def run_selftest(

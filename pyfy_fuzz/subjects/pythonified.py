@@ -19,7 +19,7 @@ def pythonified_target(program: Any, path: Any) -> tuple[Target, Any]:
     module = fn if hasattr(fn, "parameters") else None
 
     def extra() -> dict[str, Any]:
-        out = {}
+        out: dict[str, Any] = {"guarded_inputs": guarded_inputs(mod)}
         for name in RUNNERS:
             r = getattr(mod, name, None)
             if r is not None:
@@ -32,3 +32,9 @@ def pythonified_target(program: Any, path: Any) -> tuple[Target, Any]:
         return out
 
     return Target("pythonify", mod.call, module, extra), mod
+
+
+def guarded_inputs(mod: Any) -> list[str]:
+    """The sources (e.g. "L['a0']") the file guards: its graph's tensor inputs."""
+    guards = getattr(mod, "_TENSOR_GUARDS", None) or []
+    return sorted({str(g[1]) for g in guards if isinstance(g, tuple) and len(g) > 1})
