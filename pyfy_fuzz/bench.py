@@ -371,6 +371,12 @@ def campaign_rss(seconds: int, workers: int, seed: int, directory: Path) -> dict
     out["campaign"] = {
         k: summary[k] for k in ("cases", "cases_per_min", "shrink_cases", "recycled", "deaths")
     }
+    # Who the new findings are against: a pythonify one here is a generator bug (or a false
+    # positive of an oracle) worth a look.
+    subjects: dict[str, int] = {}
+    for f in summary["findings"]:
+        subjects[f["subject"]] = subjects.get(f["subject"], 0) + 1
+    out["campaign"]["findings_by_subject"] = subjects
     return out
 
 
@@ -407,7 +413,8 @@ def rss_metrics(samples: list[TreeSample]) -> dict[str, Any]:
     lives: dict[int, list[tuple[float, int]]] = {}
     for t, w in seen:
         for p in w:
-            lives.setdefault(p.pid, []).append((t - born, p.rss))
+            if p.rss > 0:  # an exiting (zombie) worker reads 0: not a size it ever had
+                lives.setdefault(p.pid, []).append((t - born, p.rss))
     ended = [v for v in lives.values() if v[-1][0] < span - 1]  # recycled (or died)
     life = statistics.median(v[-1][0] - v[0][0] for v in ended) if ended else 0.0
     envelope = [(t, max(x for u, x in series if t - life <= u <= t)) for t, _ in series]

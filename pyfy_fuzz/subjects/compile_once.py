@@ -8,14 +8,13 @@ plain compile of its own; whether that plain compile fails the same way tells a 
 
 from __future__ import annotations
 
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from pyfy_fuzz.observe import ExcObs
+from pyfy_fuzz.observe import ExcObs, _tail
 
 from .impl import Produced, PythonifyImpl
 
@@ -79,7 +78,7 @@ def compile_once(program: Any, impl: PythonifyImpl, backend: str, path: Path) ->
         result = CompileOnce(None, None, None, unsupported=reason)
     except Exception as exc:
         err = ExcObs.of(exc, "compile")
-        err.traceback_tail = "".join(traceback.format_exception(exc)[-8:])[-3000:]
+        err.traceback_tail = _tail(exc, 8, 3000)
         result = CompileOnce(None, None, None, produce_error=err)
     torch._dynamo.reset()
     fn = program.make_fn()
