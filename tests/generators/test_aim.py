@@ -22,7 +22,7 @@ from generators import FAMILIES, ProgramSpec, materialize, programs
 from pyfy_fuzz.pythonify import pythonify
 from pyfy_fuzz.pythonify.paths import reached, wrapper_paths
 
-EXAMPLES_PER_FAMILY = 20
+EXAMPLES_PER_FAMILY = 60
 pytestmark = pytest.mark.slow
 
 
