@@ -11,7 +11,10 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyfy_fuzz.history import History
 
 _ORACLE_WIDTH = 12
 
@@ -335,7 +338,6 @@ def add_report_parser(commands: Any) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     import datetime as dt
 
-    from pyfy_fuzz.history import History, HistoryError
     from pyfy_fuzz.report import ReportError, load_runs, path_rows, render_text, write_report
 
     try:
@@ -346,13 +348,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.history is not None:
         if not args.history.is_file():
             raise _cli_error(f"no such history: {args.history}")
-        try:
-            history = History.load(args.history)
-        except HistoryError as e:
-            raise _cli_error(str(e)) from None
-        for w in history.warnings:
-            print(f"warning: {w}", file=sys.stderr)
-        entries = history.entries
+        entries = _load_history(args.history).entries
     _check_out_dir(args.out)
     stem = "wrapper-paths-" + dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
     try:
@@ -362,6 +358,24 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(render_text(path_rows(runs), runs))
     print(f"wrote {md} and {page}")
     return 0
+
+
+def _load_history(path: Path) -> History:
+    """A nightly history (absent: empty); unreadable: a one-line error, its skipped entries
+    warned about."""
+    from pyfy_fuzz.history import History, HistoryError
+
+    try:
+        history = History.load(path)
+    except HistoryError as e:
+        raise _cli_error(str(e)) from None
+    _warn(history.warnings)
+    return history
+
+
+def _warn(lines: list[str]) -> None:
+    for line in lines:
+        print(f"warning: {line}", file=sys.stderr)
 
 
 # -- nightly -----------------------------------------------------------------------------------
@@ -399,7 +413,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     import socket
 
     from pyfy_fuzz.budget import parse_budget
-    from pyfy_fuzz.history import History, HistoryError, entry_for
+    from pyfy_fuzz.history import entry_for
     from pyfy_fuzz.report import load_runs, write_report
 
     try:
@@ -409,12 +423,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     workers = _workers(args.workers)
     _check_device(args.device)
     _check_out_dir(args.out)
-    try:
-        history = History.load(args.out / "history.json")  # fail before hours of work
-    except HistoryError as e:
-        raise _cli_error(str(e)) from None
-    for w in history.warnings:
-        print(f"warning: {w}", file=sys.stderr)
+    history = _load_history(args.out / "history.json")  # fail before hours of work
     now = dt.datetime.now(dt.UTC)
     date, stamp = now.strftime("%Y-%m-%d"), now.strftime("%Y-%m-%dT%H%M%SZ")
     runs_dir = args.out / "runs"
@@ -444,8 +453,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
         recent.append(summary_path)
     warnings: list[str] = []
     runs = load_runs(recent, warnings)
-    for w in warnings:
-        print(f"warning: {w}", file=sys.stderr)
+    _warn(warnings)
     md, page = write_report(runs, args.out, f"nightly-{date}", history=history.entries)
     print(f"wrote {md}, {page}; history: {history.path} ({len(history.entries)} nights)")
     return result.exit_code

@@ -334,11 +334,21 @@ def _dynamo_graphs() -> int:
     return int(counters["stats"]["unique_graphs"])
 
 
-def _guard_failures() -> list[str]:
-    """Every guard-failure reason Dynamo has recorded in this process, oldest first."""
+def _guard_failures() -> dict[Any, int]:
+    """How many guard-failure reasons Dynamo has recorded so far, per code object."""
     from torch._dynamo.utils import guard_failures
 
-    return [r for reasons in list(guard_failures.values()) for r in reasons]
+    return {code: len(reasons) for code, reasons in list(guard_failures.items())}
+
+
+def _guard_failures_since(before: dict[Any, int]) -> tuple[str, ...]:
+    """The reasons recorded after `before` was taken. Per code object: Dynamo appends to each
+    code's own list, so a flat slice of all lists would pick up another code's old reasons."""
+    from torch._dynamo.utils import guard_failures
+
+    return tuple(
+        r for code, reasons in list(guard_failures.items()) for r in reasons[before.get(code, 0) :]
+    )
 
 
 def observe_call(
@@ -576,7 +586,7 @@ def observe_subject(program: Any, target: Target, *, probes: bool = True) -> Sub
         graphs, reasons = _dynamo_graphs(), _guard_failures()
         obs.variant, _ = observe_call(program, target, 0, plan.variant)
         obs.variant.recompiled = _dynamo_graphs() > graphs
-        obs.variant.recompile_reasons = tuple(_guard_failures()[len(reasons) :])
+        obs.variant.recompile_reasons = _guard_failures_since(reasons)
     if probes:
         obs.mutation_probe = mutation_probe(program, target, plan.calls)
         if plan.backward:

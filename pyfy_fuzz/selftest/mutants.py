@@ -94,10 +94,10 @@ def _subclass_inner_swapped(ir: PythonifyIR) -> bool:
     for n in _nodes(ir, AOTDispatchSubclassWrapperNode):
         metas = []
         for m in n.inp_metas:
-            plain = isinstance(m, SubclassMeta) and sum(
-                isinstance(a, PlainMeta) for _, a in m.attrs
-            )
-            if isinstance(m, SubclassMeta) and plain and plain >= 2:
+            if (
+                isinstance(m, SubclassMeta)
+                and sum(isinstance(a, PlainMeta) for _, a in m.attrs) > 1
+            ):
                 m = dataclasses.replace(m, attrs=tuple(reversed(m.attrs)))
                 changed = True
             metas.append(m)

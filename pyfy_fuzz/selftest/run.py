@@ -77,38 +77,29 @@ def run_mutant(
     summary = run_campaign(config).summary
     elapsed = time.monotonic() - t0
     stop = summary.get("stopped_on")
-    base = dict(
+    result = MutantResult(
         name=mutant.name,
         wrapper=mutant.wrapper,
         families=list(mutant.families),
         bug=mutant.bug,
+        killed=stop is not None,
+        confirmed=None,
+        seconds=None,
+        cases=None,
         total_cases=int(summary["cases"]),
+        detected_by=None,
+        explanation=None,
+        spec=None,
         elapsed_s=round(elapsed, 1),
     )
-    if not stop:
-        return MutantResult(
-            **base,  # type: ignore[arg-type]
-            killed=False,
-            confirmed=None,
-            seconds=None,
-            cases=None,
-            detected_by=None,
-            explanation=None,
-            spec=None,
-        )
-    finding = stop["finding"]
-    confirmed, note = confirm(mutant, stop["spec"], backend)
-    return MutantResult(
-        **base,  # type: ignore[arg-type]
-        killed=True,
-        confirmed=confirmed,
-        seconds=float(stop["elapsed_s"]),
-        cases=int(stop["cases"]),
-        detected_by=f"{finding['kind']}/{finding['oracle']}",
-        explanation=str(finding.get("explanation", ""))[:400],
-        spec=stop["spec"],
-        note=note,
-    )
+    if stop is not None:
+        finding = stop["finding"]
+        result.confirmed, result.note = confirm(mutant, stop["spec"], backend)
+        result.seconds, result.cases = float(stop["elapsed_s"]), int(stop["cases"])
+        result.detected_by = f"{finding['kind']}/{finding['oracle']}"
+        result.explanation = str(finding.get("explanation", ""))[:400]
+        result.spec = stop["spec"]
+    return result
 
 
 def confirm(mutant: Mutant, spec_json: str | None, backend: str) -> tuple[bool, str]:
