@@ -9,6 +9,8 @@ design are listed, with their reasons, in `by_design.BY_DESIGN` and nowhere else
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from . import aliasing, autograd, cudagraph, exceptions, grads, guards, mutation, outputs, seq_nr
 from .by_design import BY_DESIGN, ByDesign
 from .evidence import Evidence
@@ -20,12 +22,33 @@ ORACLES = {
 }
 
 
+# Oracles whose pythonify check compares the file with torch.compile's *outputs*, so that
+# "the file agrees with eager" can be asked by comparing it with eager instead. seq_nr compares
+# the file's tables with torch's graphs and guards attribute on their own (_agrees_with_compile).
+_ATTRIBUTABLE = ("exceptions", "outputs", "mutation", "aliasing", "autograd", "grads", "cudagraph")
+
+
 def check_all(evidence: Evidence) -> list[Finding]:
-    """Every oracle's findings, in a fixed order (exceptions first)."""
+    """Every oracle's findings, in a fixed order (exceptions first), attributed: see
+    `_torch_alone`."""
     found: list[Finding] = []
-    for check in ORACLES.values():
-        found += check(evidence)
+    for name, check in ORACLES.items():
+        got = check(evidence)
+        found += [f for f in got if not _torch_alone(evidence, name, f, got)]
     return found
+
+
+def _torch_alone(ev: Evidence, oracle: str, f: Finding, same_oracle: list[Finding]) -> bool:
+    """A pythonify finding that is torch.compile's bug alone: torch.compile differs from eager
+    under this oracle, and the pythonified file, judged against eager as torch.compile is,
+    agrees with eager. The file then differs from torch.compile only because it is right; the
+    bug is reported once, against torch.compile, never as one of the generator's."""
+    if f.subject != "pythonify" or oracle not in _ATTRIBUTABLE or ev.pythonified is None:
+        return False
+    if not any(g.subject == "torch.compile" for g in same_oracle):
+        return False
+    as_compiled = replace(ev, compiled=ev.pythonified, pythonified=None, excused=[])
+    return not ORACLES[oracle](as_compiled)
 
 
 __all__ = ["BY_DESIGN", "KINDS", "ORACLES", "ByDesign", "Evidence", "Finding", "check_all"]

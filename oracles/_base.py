@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from pyfy_fuzz.observe import CallObs
+from pyfy_fuzz.observe import CallObs, ExcObs
 
 from ._calls import PairContext
 from .evidence import Evidence
 from .finding import Finding
+from .identity import aspect_of, normalise_message
 
 Diff = Callable[[CallObs, CallObs, PairContext], list[str]]
 
@@ -31,7 +32,12 @@ def finding(
     *,
     kind: str | None = None,
     exc_type: str | None = None,
+    exc: ExcObs | None = None,
 ) -> Finding:
+    """One finding of `oracle` for `subject`. `exc` is the exception that identifies it (the
+    subject's, or the reference's where the subject failed to raise it): its type, normalised
+    message and innermost torch frame become the identity; otherwise the first difference's
+    aspect does (Note [Bug identity] in identity.py)."""
     shown = diffs[:6] + ([f"... and {len(diffs) - 6} more"] if len(diffs) > 6 else [])
     head = f"{subject} differs from {reference_name(subject)}"
     return Finding(
@@ -40,7 +46,10 @@ def finding(
         subject=subject,
         wrappers=ev.wrappers,
         explanation=head + ":\n" + "\n".join(f"  - {d}" for d in shown),
-        exc_type=exc_type,
+        exc_type=exc.short_type if exc is not None else exc_type,
+        aspect=aspect_of(diffs[0]) if diffs else "",
+        message=normalise_message(exc.message) if exc is not None else "",
+        frame=exc.frame if exc is not None else "",
     )
 
 

@@ -37,7 +37,7 @@ def check(ev: Evidence) -> list[Finding]:
                         subject,
                         [f"{subject} failed to compile: {_txt(e)}"],
                         kind="crash",
-                        exc_type=e.short_type,
+                        exc=e,
                     )
                 )
             continue
@@ -55,7 +55,7 @@ def check(ev: Evidence) -> list[Finding]:
                         subject,
                         [f"call {i}: raised {_txt(e)}; {refname} did not"],
                         kind="crash" if crash else None,
-                        exc_type=e.short_type,
+                        exc=e,
                     )
                 )
                 break
@@ -66,7 +66,7 @@ def check(ev: Evidence) -> list[Finding]:
                         NAME,
                         subject,
                         [f"call {i}: returned; {refname} raised {_txt(r.raised)}"],
-                        exc_type=r.raised.short_type,
+                        exc=r.raised,
                     )
                 )
                 break
@@ -77,7 +77,7 @@ def check(ev: Evidence) -> list[Finding]:
                         NAME,
                         subject,
                         [f"call {i}: raised {_txt(g.raised)}; {refname} raised {_txt(r.raised)}"],
-                        exc_type=g.raised.short_type,
+                        exc=g.raised,
                     )
                 )
                 break
@@ -85,7 +85,7 @@ def check(ev: Evidence) -> list[Finding]:
         if probe is not None:
             crash, text, exc = probe
             out.append(
-                finding(ev, NAME, subject, [text], kind="crash" if crash else None, exc_type=exc)
+                finding(ev, NAME, subject, [text], kind="crash" if crash else None, exc=exc)
             )
     return out
 
@@ -98,9 +98,11 @@ def _probe_call(obs: SubjectObs) -> list[ExcObs | None]:
     ]
 
 
-def _probe_calls(ref: SubjectObs, got: SubjectObs, refname: str) -> tuple[bool, str, str] | None:
+def _probe_calls(
+    ref: SubjectObs, got: SubjectObs, refname: str
+) -> tuple[bool, str, ExcObs] | None:
     """The probes call the subject again -- beyond the plan's calls, where CUDA-graph replays
-    happen -- so their calls raising is compared like any call's: (crash?, text, exc type)."""
+    happen -- so their calls raising is compared like any call's: (crash?, text, exception)."""
     if ref.mutation_probe is None or got.mutation_probe is None:
         return None  # probes not run (eager's reproducibility run, the float64 reference)
     if any(c.raised is not None for c in ref.calls):
@@ -109,9 +111,9 @@ def _probe_calls(ref: SubjectObs, got: SubjectObs, refname: str) -> tuple[bool, 
     for what, r, g in zip(names, _probe_call(ref), _probe_call(got), strict=True):
         how = raise_difference(r, g)
         if how == "raised" and g is not None:
-            return True, f"{what} call: raised {_txt(g)}; {refname} did not", g.short_type
+            return True, f"{what} call: raised {_txt(g)}; {refname} did not", g
         if how == "returned" and r is not None:
-            return False, f"{what} call: returned; {refname} raised {_txt(r)}", r.short_type
+            return False, f"{what} call: returned; {refname} raised {_txt(r)}", r
         if how == "other" and r is not None and g is not None:
-            return False, f"{what} call: raised {_txt(g)}; {refname} raised {_txt(r)}", g.short_type
+            return False, f"{what} call: raised {_txt(g)}; {refname} raised {_txt(r)}", g
     return None

@@ -1,4 +1,5 @@
-"""Finding: one difference between subjects, with a signature stable across runs."""
+"""Finding: one difference between subjects, with an identity stable across runs (see
+Note [Bug identity] in identity.py)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,12 @@ class Finding:
     wrappers: tuple[str, ...]
     explanation: str
     exc_type: str | None = None
+    # The first difference's aspect (identity.aspect_of); "" where an exception identifies it.
+    aspect: str = ""
+    # An exception's message, normalised (identity.normalise_message), and the innermost torch
+    # frame it was raised from ("torch/_functorch/...py:function"); "" for divergences.
+    message: str = ""
+    frame: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS + CAMPAIGN_KINDS:
@@ -37,19 +44,62 @@ class Finding:
             raise ValueError(f"unknown subject {self.subject!r}; expected one of {SUBJECTS}")
 
     @property
+    def identified_by_exception(self) -> bool:
+        """Crashes, missing or different errors, dead workers: the exception (or the death)
+        is the identity and wrapper paths are not part of it."""
+        return self.exc_type is not None or self.kind in CAMPAIGN_KINDS
+
+    @property
+    def identity_paths(self) -> tuple[str, ...]:
+        """The wrapper paths that belong to the identity: none for an exception; for a
+        divergence its program's paths (less refinements) -- of the shrunk program, once the
+        program is shrunk."""
+        return () if self.identified_by_exception else tuple(signature_paths(self.wrappers))
+
+    def _coarse_fields(self) -> list[str]:
+        return [
+            self.kind,
+            self.oracle,
+            self.subject,
+            self.exc_type or "",
+            self.message,
+            self.frame,
+            "" if self.identified_by_exception else self.aspect,
+        ]
+
+    @property
+    def coarse(self) -> str:
+        """The identity without wrapper paths: decides novelty before shrinking."""
+        key = "|".join(self._coarse_fields())
+        return hashlib.sha1(key.encode()).hexdigest()[:12]
+
+    @property
     def signature(self) -> str:
-        """kind + oracle + subject + wrapper paths (less refinements) + exception type: never
-        values, shapes or addresses. Readable prefix, hash of the rest; safe as a directory
-        name."""
-        paths = signature_paths(self.wrappers)
-        key = "|".join([self.kind, self.oracle, self.subject, *paths, self.exc_type or ""])
+        """The full identity (coarse + identity paths): never values, shapes or addresses.
+        Readable prefix, hash of the rest; safe as a directory name."""
+        key = "|".join([*self._coarse_fields(), *self.identity_paths])
         digest = hashlib.sha1(key.encode()).hexdigest()[:12]
         return f"{self.kind}.{self.oracle}.{digest}"
+
+    def identity(self) -> dict[str, Any]:
+        """What the signature is made of, readable (case.json's "identity")."""
+        return {
+            "kind": self.kind,
+            "oracle": self.oracle,
+            "subject": self.subject,
+            "exc_type": self.exc_type,
+            "message": self.message,
+            "frame": self.frame,
+            "aspect": "" if self.identified_by_exception else self.aspect,
+            "paths": list(self.identity_paths),
+        }
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["wrappers"] = list(self.wrappers)
         d["signature"] = self.signature
+        d["coarse"] = self.coarse
+        d["identity_paths"] = list(self.identity_paths)
         return d
 
     @staticmethod
@@ -61,4 +111,7 @@ class Finding:
             wrappers=tuple(d.get("wrappers", ())),
             explanation=d.get("explanation", ""),
             exc_type=d.get("exc_type"),
+            aspect=d.get("aspect", ""),
+            message=d.get("message", ""),
+            frame=d.get("frame", ""),
         )

@@ -68,7 +68,7 @@ def check(ev: Evidence) -> list[Finding]:
                     "torch.compile",
                     [f"variant call ({e.variant}): {what}; eager {exp}"],
                     kind=kind,
-                    exc_type=c.raised.short_type if c.raised else None,
+                    exc=c.raised if c.raised else e.raised,
                 )
             )
         elif how == "other" and e.raised is not None and c.raised is not None:
@@ -81,7 +81,7 @@ def check(ev: Evidence) -> list[Finding]:
                         f"variant call ({e.variant}): raised {c.raised.short_type}; "
                         f"eager raised {e.raised.short_type}"
                     ],
-                    exc_type=c.raised.short_type,
+                    exc=c.raised,
                 )
             )
         elif e.raised is None:
@@ -109,7 +109,7 @@ def check(ev: Evidence) -> list[Finding]:
         ]
         out.append(
             finding(
-                ev, NAME, "pythonify", diffs, kind="guard-unsound", exc_type=p.raised.short_type
+                ev, NAME, "pythonify", diffs, kind="guard-unsound", exc=p.raised
             )
         )
         return out

@@ -26,10 +26,12 @@ from typing import Any
 
 from generators import ProgramSpec
 from oracles import Finding
+from oracles.identity import PENDING, KnownBug, KnownBugs, difference_of, severity_of, title_of
 
 from . import __version__
 from .atomic import atomic_write
-from .corpus import Corpus, now_iso
+from .corpus import FORMAT as CASE_FORMAT
+from .corpus import Corpus, environment, now_iso
 from .entry import entry_files
 from .pool import Died, Event, Pool
 from .progress import make_progress
@@ -80,9 +82,15 @@ class CampaignConfig:
         return min(30.0, max(10.0, 0.05 * self.budget_s))
 
 
+# Shrinks of one coarse key per campaign before all of its findings count as known: a bug whose
+# minimal program needs no particular wrapper path is shrunk once; one that shows in two
+# unrelated contexts gets a second entry; past that, shrinking it again is time not exploring.
+MAX_SHRINKS_PER_COARSE = 2
+
+
 @dataclass
 class NewFinding:
-    """A signature first seen in this run, and the smallest spec that shows it so far."""
+    """A bug first seen in this run, and the smallest spec that shows it so far."""
 
     finding: dict[str, Any]
     spec: str
@@ -110,7 +118,11 @@ class Stats:
     deaths: Counter[str] = field(default_factory=Counter)
     recycled: int = 0
     known_seen: Counter[str] = field(default_factory=Counter)
+    # Bugs being shrunk, by coarse key; once saved, by signature in `new`.
+    pending: dict[str, NewFinding] = field(default_factory=dict)
     new: dict[str, NewFinding] = field(default_factory=dict)
+    shrinks: Counter[str] = field(default_factory=Counter)  # per coarse key
+    merged: int = 0  # shrinks that ended in a bug already known (counted there)
     notes: list[str] = field(default_factory=list)
     stopped_on: dict[str, Any] | None = None
 
@@ -124,6 +136,11 @@ class Stats:
 
     def new_by_kind(self) -> Counter[str]:
         return Counter(n.finding["kind"] for n in self.new.values())
+
+    @property
+    def exploring_fraction(self) -> float:
+        """The share of cases spent exploring (not shrinking a finding)."""
+        return (self.cases - self.shrink_cases) / self.cases if self.cases else 1.0
 
 
 @dataclass
@@ -140,7 +157,7 @@ class Campaign:
     def __init__(self, config: CampaignConfig) -> None:
         self.config = config
         self.corpus = Corpus.open(config.corpus)
-        self.known = self.corpus.known()
+        self.known: KnownBugs = self.corpus.known()
         self.stats = Stats(time.monotonic(), config.budget_s)
         self.started_at = now_iso()
         self.coverage_dir: Path | None = None
@@ -189,7 +206,7 @@ class Campaign:
             rss_soft_bytes=self.rss_soft,
             shrink_seconds=c.shrink_s,
             threads=self.threads,
-            known=sorted(self.known | set(self.stats.new)),
+            known=[b.to_dict() for bugs in self.known.table.values() for b in bugs],
             avoid=list(self.avoid),
             owner_pid=os.getpid(),
             coverage_dir=str(self.coverage_dir) if self.coverage_dir else None,
@@ -286,7 +303,7 @@ class Campaign:
         self._check_stop(r)
         if r.get("shrinking"):
             st.shrink_cases += 1
-            new = st.new.get(r["shrinking"])
+            new = st.pending.get(r["shrinking"])
             if new is not None:
                 new.shrink_cases += 1
             return
@@ -296,11 +313,22 @@ class Campaign:
         if r.get("unsupported"):
             st.unsupported += 1
         for f in r["findings"]:
-            sig = f["signature"]
-            if sig in st.new:
-                st.new[sig].count += 1
-            elif sig in self.known:
-                st.known_seen[sig] += 1
+            self._count(f)
+
+    def _count(self, f: dict[str, Any]) -> bool:
+        """Count a sighting of `f` for the bug that covers it; False if none does (new)."""
+        st = self.stats
+        hit = self.known.match(f)
+        if hit is None:
+            return False
+        if hit.signature == PENDING:
+            if f["coarse"] in st.pending:
+                st.pending[f["coarse"]].count += 1
+        elif hit.signature in st.new:
+            st.new[hit.signature].count += 1
+        else:
+            st.known_seen[hit.signature] += 1
+        return True
 
     def _check_stop(self, r: dict[str, Any]) -> None:
         subject = self.config.stop_on_subject
@@ -317,30 +345,68 @@ class Campaign:
             self.deadline = time.monotonic()  # the loop ends; workers stop as at the budget
 
     def _on_found(self, slot: int, p: dict[str, Any]) -> None:
-        sig = p["finding"]["signature"]
-        if sig in self.known or sig in self.stats.new:
-            return  # the other worker got there first; its shrink stands
-        self.stats.new[sig] = NewFinding(
-            p["finding"], p["spec"], _size(p["spec"]), self.stream_of.get(slot), owner=slot
+        f = p["finding"]
+        coarse = f["coarse"]
+        pending = KnownBug(coarse, frozenset(), PENDING)
+        if self.known.match(f) is not None or self.stats.shrinks[coarse] >= MAX_SHRINKS_PER_COARSE:
+            # Another worker got there first (its shrink stands), or this bug was shrunk often
+            # enough: the finder is told so and abandons its shrink.
+            self.pool.broadcast("known", [pending.to_dict()], only=slot)
+            return
+        self.stats.pending[coarse] = NewFinding(
+            f, p["spec"], _size(p["spec"]), self.stream_of.get(slot), owner=slot
         )
-        self.pool.broadcast("known", [sig], exclude=slot)
+        self.known.add(pending)
+        self.pool.broadcast("known", [pending.to_dict()], exclude=slot)
 
     def _on_improved(self, slot: int, p: dict[str, Any]) -> None:
-        new = self.stats.new.get(p["finding"]["signature"])
+        new = self.stats.pending.get(p["finding"]["coarse"])
         if new is not None and new.state == "shrinking" and new.owner == slot:
             size = _size(p["spec"])
             if size <= new.size:
                 new.spec, new.size, new.finding = p["spec"], size, p["finding"]
 
     def _on_shrunk(self, slot: int, p: dict[str, Any]) -> None:
-        sig = p["finding"]["signature"]
-        new = self.stats.new.get(sig)
+        coarse = p["finding"]["coarse"]
+        new = self.stats.pending.get(coarse)
         staging = Path(p["staging"]) if p.get("staging") else None
         if new is None or new.state != "shrinking" or new.owner != slot:
             if staging is not None:
                 shutil.rmtree(staging, ignore_errors=True)
             return
+        del self.stats.pending[coarse]
+        self.stats.shrinks[coarse] += 1
         new.spec, new.size, new.finding = p["spec"], _size(p["spec"]), p["finding"]
+        settled = [b for b in self.known.of(coarse) if b.signature != PENDING]
+        self.known.settle(coarse, settled)
+        if self._count(new.finding):
+            # The shrunk program shows a bug already known (its paths inside this one's): one
+            # bug, one entry -- the sightings go to it.
+            self.stats.merged += 1
+            hit = self.known.match(new.finding)
+            if hit is not None and new.count > 1:
+                self._add_count(hit.signature, new.count - 1)
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
+        else:
+            self._settle_new(new, staging, p)
+        bugs = [b for b in self.known.of(coarse) if b.signature != PENDING]
+        if self.stats.shrinks[coarse] >= MAX_SHRINKS_PER_COARSE:
+            bugs.append(KnownBug(coarse, frozenset(), PENDING))
+        self.known.settle(coarse, bugs)
+        self.pool.broadcast("known", [{"settle": coarse, "bugs": [b.to_dict() for b in bugs]}])
+
+    def _add_count(self, sig: str, n: int) -> None:
+        if sig in self.stats.new:
+            self.stats.new[sig].count += n
+        elif sig != PENDING:
+            self.stats.known_seen[sig] += n
+
+    def _settle_new(self, new: NewFinding, staging: Path | None, p: dict[str, Any]) -> None:
+        """Save a shrunk bug nobody knows under its refined signature."""
+        f = new.finding
+        self.stats.new[f["signature"]] = new
+        self.known.add(KnownBug(f["coarse"], frozenset(f["identity_paths"]), f["signature"]))
         info = {
             "by": "hypothesis",
             "cases": new.shrink_cases,
@@ -371,18 +437,16 @@ class Campaign:
             exc_type=reason,
         ).to_dict()
         sig = finding["signature"]
-        if sig in self.known:
-            self.stats.known_seen[sig] += 1
-            return
-        if sig in self.stats.new:
-            self.stats.new[sig].count += 1
+        if self._count(finding):
             return
         new = NewFinding(finding, died.spec, _size(died.spec), self.stream_of.get(slot))
         new.extra = {"reason": died.reason, "phase": died.phase, "log_tail": died.log_tail}
         self.stats.new[sig] = new
+        bug = KnownBug(finding["coarse"], frozenset(), sig)
+        self.known.add(bug)
         self.avoid.append(died.spec)
         self.pool.broadcast("avoid", [died.spec])
-        self.pool.broadcast("known", [sig])
+        self.pool.broadcast("known", [bug.to_dict()])
         # Saved at once, unreduced (a kill during the reduction must not lose it); the
         # reduced spec replaces it.
         self._save(new, None, {"by": "reducer", "provisional": True})
@@ -447,6 +511,14 @@ class Campaign:
     def _finish_interrupted(self) -> None:
         """Findings whose shrink was cut short (budget, or the worker died): save the
         smallest spec seen; nothing found is lost."""
+        for coarse, new in list(self.stats.pending.items()):
+            del self.stats.pending[coarse]
+            if self._count(new.finding):
+                continue  # a known bug after all
+            self.stats.new[new.finding["signature"]] = new
+            self.known.add(
+                KnownBug(coarse, frozenset(new.finding["identity_paths"]), new.finding["signature"])
+            )
         for new in self.stats.new.values():
             if new.state != "saved":
                 self._save(new, None, {"by": "hypothesis", "interrupted": True})
@@ -461,15 +533,24 @@ class Campaign:
         bug_in = {"torch.compile": "torch", "eager": "torch"}.get(f["subject"], f["subject"])
         if bug_in == "pythonify" and c.impl == "torch":
             bug_in = "torch"  # the pythonify under test is torch's own
+        mode = json.loads(new.spec).get("plan", {}).get("mode")
         case: dict[str, Any] = {
-            "format": 1,
+            "format": CASE_FORMAT,
             "signature": f["signature"],
+            "coarse": f["coarse"],
+            "identity": Finding.from_dict(f).identity(),
             "kind": f["kind"],
             "oracle": f["oracle"],
             "subject": f["subject"],
             "wrappers": list(f.get("wrappers", ())),
             "exc_type": f.get("exc_type"),
+            "aspect": f.get("aspect", ""),
+            "message": f.get("message", ""),
+            "frame": f.get("frame", ""),
             "explanation": f.get("explanation", ""),
+            "severity": severity_of(f),
+            "title": title_of(f, c.backend, mode),
+            "difference": difference_of(f.get("explanation", "")),
             "bug_in": bug_in,
             # torch bugs are expected to keep failing on stock torch; ours must be fixed.
             "expected": "fail" if bug_in == "torch" else "pass",
@@ -479,6 +560,7 @@ class Campaign:
             "campaign_seed": c.seed,
             "torch": torch.__version__,
             "pyfy_fuzz": __version__,
+            **environment(),
             "backend": c.backend,
             "device": c.device,
             "pythonify": c.impl,
@@ -518,6 +600,9 @@ class Campaign:
             "host": socket.gethostname(),
             "cases_per_min": round(st.per_min, 1),
             "shrink_cases": st.shrink_cases,
+            "exploring_fraction": round(st.exploring_fraction, 3),
+            "shrinks": sum(st.shrinks.values()),
+            "merged_after_shrink": st.merged,
             "findings": [
                 {
                     "signature": sig,

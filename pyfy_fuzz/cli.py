@@ -46,6 +46,7 @@ def _build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     from pyfy_fuzz.cli_bench import add_bench_parser
     from pyfy_fuzz.cli_campaign import (
+        add_migrate_parser,
         add_nightly_parser,
         add_replay_parser,
         add_report_parser,
@@ -55,6 +56,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     add_run_parser(commands)
     add_replay_parser(commands)
+    add_migrate_parser(commands)
     add_report_parser(commands)
     add_bench_parser(commands)
     add_nightly_parser(commands)

@@ -304,16 +304,63 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
+# -- migrate -----------------------------------------------------------------------------------
+def add_migrate_parser(commands: Any) -> None:
+    p = commands.add_parser(
+        "migrate",
+        help="re-key corpus entries of an older format as bug identities",
+        description=(
+            "Run every old-format entry of a corpus again and save it under its bug identity "
+            "(format 2); old entries that are one bug become one entry, triage notes kept. "
+            "Old directories move to CORPUS/.migrated/. Exit status: 0 done, 2 usage error."
+        ),
+    )
+    p.add_argument("corpus", type=Path, nargs="?", default=Path("corpus"))
+    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--case-timeout", type=float, default=120.0)
+    p.set_defaults(run=cmd_migrate)
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from pyfy_fuzz.corpus import CorpusError
+    from pyfy_fuzz.migrate import migrate, old_entries
+    from pyfy_fuzz.pool import WorkerStartError
+
+    workers = _workers(args.workers)
+    if not args.corpus.is_dir():
+        raise _cli_error(f"{args.corpus} is not a directory")
+    if not old_entries(args.corpus):
+        print(f"migrate: no old-format entries in {args.corpus}")
+        return 0
+    try:
+        report = migrate(args.corpus, workers=workers, case_timeout=args.case_timeout)
+    except CorpusError as e:
+        raise _cli_error(str(e)) from None
+    except WorkerStartError as e:
+        raise _cli_error(f"workers cannot start: {str(e).splitlines()[0]}") from None
+    for old, new, how in report.migrated:
+        print(f"{old:<48} -> {new}  ({how})")
+    for note in report.notes:
+        print(f"warning: {note}", file=sys.stderr)
+    news = {new for _, new, _ in report.migrated}
+    print(f"migrate: {len(report.migrated)} entries -> {len(news)} entries")
+    return 0
+
+
 # -- report ------------------------------------------------------------------------------------
 def add_report_parser(commands: Any) -> None:
     p = commands.add_parser(
         "report",
-        help="wrapper paths reached by campaigns (from their --json summaries)",
+        help="findings of a corpus, most severe first, and wrapper paths reached by campaigns",
         description=(
-            "Tabulate which AOTAutograd wrapper paths the given campaign summaries reached "
-            "(cases, runs, findings, last reached), never-reached paths first; print it and "
-            "write <out>/wrapper-paths-<date>.md and .html. Exit status 2 on a missing or "
-            "corrupt summary."
+            "With --corpus: the corpus's findings grouped by root cause, most severe first "
+            "(severity 1 silent wrong values or gradients ... 5 other), each with its path, "
+            "what differs, who has the bug, how often it was seen and the repro's f. With "
+            "--run: which AOTAutograd wrapper paths the given campaign summaries reached "
+            "(cases, runs, findings, last reached), never-reached paths first. Print it and "
+            "write <out>/<name>-<date>.md and .html (findings first). Exit status 2 on a "
+            "missing or corrupt summary, or a missing corpus; a damaged corpus entry is "
+            "skipped with a warning."
         ),
     )
     p.add_argument(
@@ -321,9 +368,16 @@ def add_report_parser(commands: Any) -> None:
         dest="runs",  # `run` is the command dispatcher's
         action="append",
         type=Path,
-        required=True,
+        default=[],
         metavar="SUMMARY.json",
         help="a `pyfy-fuzz run --json` summary; repeat for several runs",
+    )
+    p.add_argument(
+        "--corpus",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="a corpus directory (e.g. corpus/): its findings lead the report",
     )
     p.add_argument("--out", type=Path, default=Path("reports"), help="default ./reports")
     p.add_argument(
@@ -338,24 +392,42 @@ def add_report_parser(commands: Any) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     import datetime as dt
 
-    from pyfy_fuzz.report import ReportError, load_runs, path_rows, render_text, write_report
+    from pyfy_fuzz.report import (
+        FindingsError,
+        ReportError,
+        load_findings,
+        load_runs,
+        path_rows,
+        render_text,
+        write_report,
+    )
 
+    if not args.runs and args.corpus is None:
+        raise _cli_error("report: give --corpus DIR, --run SUMMARY.json, or both")
     try:
         runs = load_runs(args.runs)
     except ReportError as e:
         raise _cli_error(str(e)) from None
+    findings = None
+    if args.corpus is not None:
+        try:
+            findings = load_findings(args.corpus)
+        except FindingsError as e:
+            raise _cli_error(str(e)) from None
+        _warn(findings.warnings)
     entries = None
     if args.history is not None:
         if not args.history.is_file():
             raise _cli_error(f"no such history: {args.history}")
         entries = _load_history(args.history).entries
     _check_out_dir(args.out)
-    stem = "wrapper-paths-" + dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    name = "report" if runs and findings else "findings" if findings else "wrapper-paths"
+    stem = f"{name}-" + dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
     try:
-        md, page = write_report(runs, args.out, stem, history=entries)
+        md, page = write_report(runs, args.out, stem, history=entries, findings=findings)
     except OSError as e:
         raise _cli_error(f"cannot write the report under {args.out}: {e.strerror or e}") from None
-    print(render_text(path_rows(runs), runs))
+    print(render_text(path_rows(runs), runs, findings))
     print(f"wrote {md} and {page}")
     return 0
 
@@ -389,7 +461,8 @@ def add_nightly_parser(commands: Any) -> None:
         description=(
             "Run a campaign with --coverage into --corpus, save its summary under "
             "<out>/runs/, append an entry to <out>/history.json, and write "
-            "<out>/nightly-<date>.md and .html: the wrapper-path table over the newest "
+            "<out>/nightly-<date>.md and .html: the corpus's findings, most severe first, then "
+            "the wrapper-path table over the newest "
             f"{NIGHTS_IN_REPORT} summaries in <out>/runs/ (a damaged one is skipped with a "
             "warning) and the trend plot of the history. "
             "Exit status as `run`: 0 no new findings, 1 new findings, "
@@ -414,7 +487,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
 
     from pyfy_fuzz.budget import parse_budget
     from pyfy_fuzz.history import entry_for
-    from pyfy_fuzz.report import load_runs, write_report
+    from pyfy_fuzz.report import FindingsError, load_findings, load_runs, write_report
 
     try:
         budget = parse_budget(args.budget)
@@ -453,7 +526,14 @@ def cmd_nightly(args: argparse.Namespace) -> int:
         recent.append(summary_path)
     warnings: list[str] = []
     runs = load_runs(recent, warnings)
+    try:  # the corpus's findings lead the page; after hours of work, never fatal
+        findings = load_findings(args.corpus, warnings)
+    except FindingsError as e:
+        findings = None
+        warnings.append(f"{e}; the report has no findings section")
     _warn(warnings)
-    md, page = write_report(runs, args.out, f"nightly-{date}", history=history.entries)
+    md, page = write_report(
+        runs, args.out, f"nightly-{date}", history=history.entries, findings=findings
+    )
     print(f"wrote {md}, {page}; history: {history.path} ({len(history.entries)} nights)")
     return result.exit_code

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 import json
 import os
+import platform
 import shutil
 import socket
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -29,12 +32,18 @@ from pathlib import Path
 from typing import Any
 
 from generators import SpecError, spec_from_dict
+from oracles.identity import KnownBug, KnownBugs
 
 from .atomic import atomic_write
 
-FORMAT = 1
+# 2: signatures are bug identities (oracles/identity.py): "coarse" and "identity" added, and
+# severity / title / difference for the report. Format 1 entries are migrated by
+# `pyfy-fuzz migrate`, never read as if they were current.
+FORMAT = 2
+OLD_FORMATS = (1,)
 CASE = "case.json"
 _REQUIRED = ("format", "signature", "kind", "oracle", "subject", "spec", "expected")
+_REQUIRED_2 = ("coarse", "identity")
 
 
 class CorpusError(Exception):
@@ -43,6 +52,20 @@ class CorpusError(Exception):
 
 def now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@functools.cache
+def environment() -> dict[str, str]:
+    """What a pt2 bug report's "Versions" section holds: Python, OS, and torch's own
+    collect_env report (computed once per process: it runs subprocesses)."""
+    env = {"python": sys.version.split()[0], "os": platform.platform()}
+    try:
+        from torch.utils.collect_env import get_pretty_env_info
+
+        env["collect_env"] = get_pretty_env_info()
+    except Exception as exc:  # noqa: BLE001 - versions are best effort, never fatal
+        env["collect_env"] = f"(torch.utils.collect_env failed: {type(exc).__name__}: {exc})"
+    return env
 
 
 def staging_name(pid: int | None = None) -> str:
@@ -68,6 +91,7 @@ class Entry:
 class Problem:
     path: Path
     message: str
+    old: bool = False  # an entry of an older format: `pyfy-fuzz migrate` re-keys it
 
 
 @dataclass
@@ -157,8 +181,18 @@ class Corpus:
         missing = [k for k in _REQUIRED if k not in case]
         if missing:
             return Problem(p, f"{CASE} lacks {', '.join(missing)}, skipped")
+        if case["format"] in OLD_FORMATS:
+            return Problem(
+                p,
+                f"{CASE} has the old format {case['format']!r}: run `pyfy-fuzz migrate "
+                f"{p.parent}` to re-key it (nothing is lost)",
+                old=True,
+            )
         if case["format"] != FORMAT:
             return Problem(p, f"{CASE} has format {case['format']!r}, this build reads {FORMAT}")
+        missing = [k for k in _REQUIRED_2 if k not in case]
+        if missing:
+            return Problem(p, f"{CASE} lacks {', '.join(missing)}, skipped")
         if case["signature"] != p.name:
             return Problem(p, f"{CASE} names signature {case['signature']!r}, not its directory")
         try:
@@ -167,10 +201,15 @@ class Corpus:
             return Problem(p, f"{CASE} spec is invalid ({e}), skipped")
         return Entry(p, case)
 
-    def known(self) -> set[str]:
-        """Signatures a campaign must not report as new: the entries, and directories that
-        look like entries but do not load (a person may be editing one; never replaced)."""
-        return set(self.entries) | {p.path.name for p in self.problems}
+    def known(self) -> KnownBugs:
+        """The bugs a campaign must not report as new: the entries' identities. A directory
+        that does not load is never replaced (`put` refuses its name), but its bug cannot be
+        matched: old-format entries are listed as problems until migrated."""
+        known = KnownBugs()
+        for e in self.entries.values():
+            paths = frozenset(e.case["identity"].get("paths", ()))
+            known.add(KnownBug(str(e.case["coarse"]), paths, e.signature))
+        return known
 
     # -- writing ---------------------------------------------------------------------------
     def new_staging(self) -> Path:

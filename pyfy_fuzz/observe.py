@@ -16,6 +16,7 @@ except the last calls' outputs, re-read after all calls to catch a replay that o
 from __future__ import annotations
 
 import builtins
+import os
 import re
 import traceback
 from collections.abc import Callable
@@ -39,6 +40,9 @@ class ExcObs:
     phase: str  # compile | call | backward | probe | probe-call | inputs | load
     traceback_tail: str = ""
     inner_mro: tuple[str, ...] = ()  # BackendCompilerFailed: what the compiler raised
+    # The innermost frame inside torch's package it was raised from, "torch/<file>:<function>"
+    # ("" when none): part of a crash's identity (oracles/identity.py).
+    frame: str = ""
 
     @staticmethod
     def of(exc: BaseException, phase: str) -> ExcObs:
@@ -47,6 +51,7 @@ class ExcObs:
         text = str(exc).strip()
         inner = getattr(exc, "inner_exception", None)
         inner_mro: tuple[str, ...] = ()
+        frame = torch_frame(inner if isinstance(inner, BaseException) else exc)
         if isinstance(inner, BaseException):
             # BackendCompilerFailed: what the compiler raised is the interesting part, and its
             # type tells one compiler crash from another in the signature.
@@ -57,7 +62,7 @@ class ExcObs:
             inner_mro = _wrapped_type_mro(text)
         lines = (text.splitlines() or [""])[0][:300]
         tail = _tail(exc, 6, 2000)
-        return ExcObs(mro[0], mro, lines, phase, tail, inner_mro)
+        return ExcObs(mro[0], mro, lines, phase, tail, inner_mro, frame)
 
     @property
     def short_type(self) -> str:
@@ -79,6 +84,20 @@ class ExcObs:
 
 
 _WRAPPED = re.compile(r"\bgot (\w+)\(")
+_TORCH_DIR = os.path.dirname(os.path.dirname(torch.__file__)) + os.sep
+
+
+def torch_frame(exc: BaseException) -> str:
+    """"torch/<path>:<function>" of the innermost traceback frame in torch's package (walked
+    by hand: no source lines are read, so it is cheap on every raised exception)."""
+    found = ""
+    tb = exc.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if name.startswith(_TORCH_DIR + "torch" + os.sep):
+            found = f"{name[len(_TORCH_DIR) :]}:{tb.tb_frame.f_code.co_name}"
+        tb = tb.tb_next
+    return found.replace(os.sep, "/")
 
 
 def _wrapped_type_mro(text: str) -> tuple[str, ...]:

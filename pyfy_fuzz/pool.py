@@ -135,11 +135,15 @@ class Pool:
             except (BrokenPipeError, OSError):
                 pass  # it is dying; poll() will report it
 
-    def broadcast(self, tag: str, payload: list[Any], *, exclude: int | None = None) -> None:
-        """Tell every explore worker (`tag` "known" or "avoid"); queued, merged, and sent when
-        the worker next reports between cases. Serve workers run what they are sent and need
-        neither."""
+    def broadcast(
+        self, tag: str, payload: list[Any], *, exclude: int | None = None, only: int | None = None
+    ) -> None:
+        """Tell every explore worker (or `only` one; `tag` "known" or "avoid"); queued, merged
+        in order, and sent when the worker next reports between cases. Serve workers run what
+        they are sent and need neither."""
         for s in self.slots:
+            if only is not None and s.index != only:
+                continue
             if s.index != exclude and s.mode == "explore":
                 s.outbox.setdefault(tag, []).extend(payload)
 

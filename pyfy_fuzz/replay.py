@@ -1,10 +1,10 @@
 """`pyfy-fuzz replay`: run saved corpus entries again and say which still fail.
 
 Each entry's spec runs on a worker (isolated: an entry that once killed a worker may do so
-again) with the backend it was found under. An entry *reproduces* when its signature is found
-again -- or, for an entry that killed or hung its worker, when the worker dies the same way.
-Same kind, oracle and subject under another signature (the wrapper paths changed) counts as
-reproducing too, and is shown.
+again) with the backend it was found under. An entry *reproduces* when its bug is found again
+(the same coarse identity: Note [Bug identity] in oracles/identity.py) -- or, for an entry that
+killed or hung its worker, when the worker dies the same way. The same bug under other wrapper
+paths counts as reproducing too, and is shown.
 
 Verdicts, against the entry's ``expected`` (case.json):
 - expected "fail" (a torch bug): reproduces -> ``known-failure``; not -> ``fixed-upstream``
@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,24 +99,19 @@ def _matches(case: dict[str, Any], result: Any) -> tuple[bool | None, str]:
         return False, "the worker survived"
     if isinstance(result, Died):
         return None, f"the worker died ({result.kind}: {result.reason} during {result.phase})"
-    sigs = {f["signature"]: f for f in result["findings"]}
-    if case["signature"] in sigs:
-        lines = sigs[case["signature"]]["explanation"].splitlines()
+    hits = [f for f in result["findings"] if f.get("coarse") == case["coarse"]]
+    if hits:
+        exact = [f for f in hits if f["signature"] == case["signature"]]
+        f = (exact or hits)[0]
+        lines = f["explanation"].splitlines()
         first = next((ln.strip(" -") for ln in lines[1:] if ln.strip()), lines[0] if lines else "")
+        if not exact:
+            first = f"with other wrapper paths ({', '.join(f.get('identity_paths', ()))}): {first}"
         return True, first[:160]
     if result["status"] != "ok":
         why = result.get("reason") or result.get("traceback", "")[-200:]
         return None, f"could not compare ({result['status']}): {why}"
-
-    def key(f: dict[str, Any]) -> tuple[Any, ...]:
-        k: tuple[Any, ...] = (f["kind"], f["oracle"], f["subject"])
-        # for pyfy-fuzz's own errors the exception type and place are the finding
-        return (*k, f.get("exc_type")) if case["kind"] == "harness-error" else k
-
-    same = [f for f in result["findings"] if key(f) == key(case)]
-    if same:
-        return True, f"reproduces as {same[0]['signature']} (wrapper paths or exception changed)"
-    others = ", ".join(sorted(sigs)) or "no findings"
+    others = ", ".join(sorted(f["signature"] for f in result["findings"])) or "no findings"
     return False, f"not reproduced ({others})"
 
 
@@ -152,8 +148,36 @@ def replay(
         else:
             spec_from_dict(e.case["spec"])  # validated by collect; cheap
             runnable.append(e)
-    if not runnable:
-        return report
+    def judge(e: Entry, result: Any) -> None:
+        reproduced, detail = _matches(e.case, result)
+        verdict = _verdict(e.case["expected"], reproduced)
+        took = result.get("total_s", 0.0) if isinstance(result, dict) else 0.0
+        outcome = ReplayOutcome(e, verdict, detail, took)
+        report.outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+
+    run_specs(
+        runnable, judge, workers=workers, device=device, impl=impl, case_timeout=case_timeout
+    )
+    report.outcomes.sort(key=lambda o: o.entry.signature)
+    return report
+
+
+def run_specs(
+    entries: list[Entry],
+    on_result: Callable[[Entry, Any], None],
+    *,
+    workers: int = 1,
+    device: str = "cpu",
+    impl: str | None = None,
+    case_timeout: float = 120.0,
+) -> None:
+    """Run each entry's spec once on serve workers (its backend, its implementation unless
+    `impl` names one) and hand `on_result` the worker's result dict, or a `Died`."""
+    if not entries:
+        return
+    runnable = entries
     work = Path(tempfile.mkdtemp(prefix="pyfy-replay-"))
     n = max(1, min(workers, len(runnable)))
 
@@ -190,17 +214,8 @@ def replay(
                 if not fut.done():
                     still.append((e, fut))
                     continue
-                result = fut.result()
-                reproduced, detail = _matches(e.case, result)
-                verdict = _verdict(e.case["expected"], reproduced)
-                took = result.get("total_s", 0.0) if isinstance(result, dict) else 0.0
-                outcome = ReplayOutcome(e, verdict, detail, took)
-                report.outcomes.append(outcome)
-                if on_outcome is not None:
-                    on_outcome(outcome)
+                on_result(e, fut.result())
             pending = still
     finally:
         pool.stop(5.0)
         shutil.rmtree(work, ignore_errors=True)
-    report.outcomes.sort(key=lambda o: o.entry.signature)
-    return report

@@ -37,6 +37,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 
 from generators import ProgramSpec, programs
 from oracles import Finding
+from oracles.identity import PENDING, KnownBug, KnownBugs
 
 from .runner import run_case
 from .subjects import BundledPythonify, PythonifyImpl
@@ -64,7 +65,7 @@ class WorkerConfig:
     rss_soft_bytes: int = 3 << 30
     shrink_seconds: float = 60.0
     threads: int = 1
-    known: list[str] = field(default_factory=list)
+    known: list[dict[str, Any]] = field(default_factory=list)  # KnownBug.to_dict()s
     avoid: list[str] = field(default_factory=list)  # specs (JSON) that killed a worker
 
 
@@ -114,7 +115,7 @@ class _Channel:
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
-        self.known: set[str] = set()
+        self.known = KnownBugs()
         self.avoid: set[str] = set()
         self.stopping = False
 
@@ -125,11 +126,18 @@ class _Channel:
             os._exit(0)
 
     def poll(self) -> None:
-        """Drain commands: ('known', [signatures]), ('avoid', [spec json]), ('stop', None)."""
+        """Drain commands: ('known', [items]) -- in order, a KnownBug dict to add, or
+        {"settle": coarse, "bugs": [...]}: all that is known of a coarse key once its shrink
+        ended --, ('avoid', [spec json]), ('stop', None)."""
         while self.conn.poll():
             tag, payload = self.conn.recv()
             if tag == "known":
-                self.known.update(payload)
+                for item in payload:
+                    if "settle" in item:
+                        bugs = [KnownBug.from_dict(d) for d in item["bugs"]]
+                        self.known.settle(item["settle"], bugs)
+                    else:
+                        self.known.add(KnownBug.from_dict(item))
             elif tag == "avoid":
                 self.avoid.update(payload)
             elif tag == "stop":
@@ -164,7 +172,7 @@ def main(conn: Connection, config: WorkerConfig) -> None:
     warnings.filterwarnings("ignore")
     torch.set_num_threads(config.threads)
     ch = _Channel(conn)
-    ch.known.update(config.known)
+    ch.known.update(KnownBug.from_dict(d) for d in config.known)
     ch.avoid.update(config.avoid)
     impl = make_impl(config.impl)
     cov = _start_coverage(config.coverage_dir) if config.coverage_dir else None
@@ -305,10 +313,10 @@ def _serve(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl) -> str:
 
 @dataclass
 class _Run:
-    """One Hypothesis run: no target until a case shows an unknown signature; then the
-    run shrinks that target and nothing else."""
+    """One Hypothesis run: no target until a case shows an unknown bug; then the run shrinks
+    that bug (its coarse key: Note [Bug identity] in oracles/identity.py) and nothing else."""
 
-    target: str | None = None
+    target: str | None = None  # the coarse key being shrunk
     best: tuple[str, dict[str, Any]] | None = None  # (spec JSON, finding)
     shrink_end: float = 0.0
     recycle: str | None = None
@@ -329,9 +337,9 @@ class _Explorer:
         now = time.monotonic()
         if ch.stopping or now > self.deadline:
             raise _Stop
-        if run.target is not None and run.target in ch.known:
-            run.best = None  # another worker found it first and owns its shrink
-            raise _Abandon
+        if run.best is not None and ch.known.match(run.best[1]) is not None:
+            run.best = None  # another worker found it first and owns its shrink, or a known
+            raise _Abandon  # bug's shrunk program turned out to be inside this one
         if run.target is not None and now > run.shrink_end:
             raise _Abandon
         if run.target is None and (why := _recycle_reason(self.config, self.cases)):
@@ -344,9 +352,9 @@ class _Explorer:
         result = _run(ch, self.config, self.impl, spec)
         self.cases += 1
         ch.send("done", {**result, "shrinking": run.target, "spec": spec_json})
-        found = {f["signature"]: f for f in result["findings"]}
+        found = {f["coarse"]: f for f in reversed(result["findings"])}  # first one wins
         if run.target is None:
-            new = [s for s in found if s not in ch.known]
+            new = [f["coarse"] for f in result["findings"] if ch.known.match(f) is None]
             if not new:
                 return
             run.target = new[0]
@@ -397,8 +405,10 @@ def _explore(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl, job: dict[
             return run.recycle or "stopped"
         if run.best is not None:
             _shrunk(ch, config, impl, run.best, polish=not ch.stopping)
-        if run.target is not None:
-            ch.known.add(run.target)
+        if run.target is not None and run.best is not None:
+            # Known to this worker until the campaign says what the shrink settled on.
+            paths = frozenset(run.best[1].get("identity_paths", ()))
+            ch.known.add(KnownBug(run.target, paths, PENDING))
     raise AssertionError("unreachable")
 
 
@@ -411,7 +421,7 @@ def _polish(
 ) -> tuple[str, dict[str, Any], str]:
     from .shrink import reduce
 
-    target = finding["signature"]
+    target = finding["coarse"]
     best = [(spec_json, finding)]  # the reducer only ever accepts smaller specs
 
     def still_fails(spec: ProgramSpec) -> bool:
@@ -424,7 +434,7 @@ def _polish(
         ch.send("start", {"spec": candidate, "shrinking": target})
         result = _run(ch, config, impl, spec)
         ch.send("done", {**result, "shrinking": target, "spec": candidate})
-        hit = [f for f in result["findings"] if f["signature"] == target]
+        hit = [f for f in result["findings"] if f["coarse"] == target]
         if hit:
             best[0] = (candidate, hit[0])
             ch.send("improved", {"finding": hit[0], "spec": candidate})
@@ -466,19 +476,20 @@ def _shrunk(
 
         staging = os.path.join(config.corpus_root, staging_name(config.owner_pid))
         os.mkdir(staging)
-        ch.send("start", {"spec": spec_json, "shrinking": finding["signature"]})
+        ch.send("start", {"spec": spec_json, "shrinking": finding["coarse"]})
         result = _run(ch, config, impl, ProgramSpec.from_json(spec_json), workdir=staging)
-        ch.send("done", {**result, "shrinking": finding["signature"], "spec": spec_json})
-    sigs = [f["signature"] for f in result["findings"]]
+        ch.send("done", {**result, "shrinking": finding["coarse"], "spec": spec_json})
+    again = [f for f in result["findings"] if f["coarse"] == finding["coarse"]]
     ch.send(
         "shrunk",
         {
-            "finding": finding,
+            # The staging run's finding names the entry: its paths are the shrunk program's.
+            "finding": again[0] if again else finding,
             "spec": spec_json,
             "staging": staging,
-            "confirmed": finding["signature"] in sigs,
+            "confirmed": bool(again),
             "cut_by_budget": not polish,
             "complete": stopped == "fixpoint",  # no candidate of the reducer still fails
-            "also": [f for f in result["findings"] if f["signature"] != finding["signature"]],
+            "also": [f for f in result["findings"] if f["coarse"] != finding["coarse"]],
         },
     )

@@ -15,6 +15,7 @@ CASE = {
     "oracle": "exceptions",
     "subject": "pythonify",
     "exc_type": "RuntimeError",
+    "coarse": "c0c0c0c0c0c0",
 }
 
 
@@ -31,7 +32,9 @@ def _f(sig: str, **kw: Any) -> dict[str, Any]:
     [
         (_result(_f(CASE["signature"])), True),
         (_result(_f("crash.exceptions.bbbbbbbbbbbb")), True),  # other wrapper paths
-        (_result(_f("crash.outputs.cccccccccccc", oracle="outputs")), False),
+        (_result(_f("crash.outputs.cccccccccccc", oracle="outputs", coarse="c1")), False),
+        # one kind, oracle and subject but another bug (another message or frame)
+        (_result(_f("crash.exceptions.dddddddddddd", coarse="d1d1d1d1d1d1")), False),
         (_result(), False),
         (Died("interpreter-crash", "SIGSEGV", "pythonify", "{}"), None),
         (Died("hang", "timeout after 60 s", "compile", "{}"), None),
@@ -64,6 +67,7 @@ def test_harness_errors_match_only_their_own_exception() -> None:
         oracle="harness",
         subject="pyfy-fuzz",
         exc_type="TypeError@observe.py:tensor_obs",
+        coarse="e1e1e1e1e1e1",  # another exception: another identity
     )
     assert _matches(case, _result(other))[0] is False
 

@@ -287,20 +287,6 @@ def test_by_design_list_is_documented():
         assert b.reason and b.what
 
 
-def test_signature_ignores_explanation_but_not_kind_or_paths():
-    a = Finding("crash", "exceptions", "torch.compile", ("x/y",), "values 1 vs 2", "RuntimeError")
-    b = Finding(
-        "crash", "exceptions", "torch.compile", ("x/y",), "values 3 vs 4 at 0x7f", "RuntimeError"
-    )
-    c = Finding("crash", "exceptions", "torch.compile", ("x/z",), "values 1 vs 2", "RuntimeError")
-    d = Finding("crash", "exceptions", "torch.compile", ("x/y",), "values 1 vs 2", "IndexError")
-    assert a.signature == b.signature
-    assert len({a.signature, c.signature, d.signature}) == 3
-    assert a.signature.startswith("crash.exceptions.") and "/" not in a.signature
-    with pytest.raises(ValueError, match="unknown finding kind"):
-        Finding("oops", "outputs", "torch.compile", (), "")
-
-
 def test_seq_nr_tables_and_invariants():
     from pyfy_fuzz.pythonify.graph_render import FxNodeMeta as N
 

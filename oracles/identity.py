@@ -1,0 +1,212 @@
+"""Bug identity: what makes two findings one bug, decided cheaply before anything is shrunk.
+
+Note [Bug identity]
+~~~~~~~~~~~~~~~~~~~
+A finding's identity names its *cause*, not the context the program happened to run in:
+
+- A finding with an exception (a crash, a missing or different error) is identified by the
+  exception type, its message with values, shapes, sizes and names normalised, and the
+  innermost torch frame it was raised from (file:function) -- the way Hypothesis's
+  ``InterestingOrigin`` tells failures apart. Two assertion messages of one type are two bugs;
+  one message seen under different wrapper paths is one.
+- A divergence is identified by the oracle and the *aspect* that differs ("output N: values
+  differ", "output N.requires_grad True", "grad of <arg>: values differ", ...: the first
+  difference with values, indices and names normalised), plus the wrapper paths the *shrunk*
+  program still needs.
+
+The identity without paths is the *coarse* key; it is computed from any case, shrunk or not.
+Novelty is decided on it before shrinking (`KnownBugs.match`): a finding is known when a known
+bug has the same coarse key and its (shrunk) paths are a subset of the finding's paths -- the
+known minimal program's context is contained in this one's, so this one is the same bug in a
+bigger program. After the shrink the refined identity (coarse + the shrunk program's paths)
+names the entry; if a known bug already covers it, it is merged into that entry.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "PENDING",
+    "SEVERITIES",
+    "KnownBug",
+    "KnownBugs",
+    "aspect_of",
+    "difference_of",
+    "normalise_message",
+    "severity_of",
+    "title_of",
+]
+
+# A coarse key being shrunk right now: every finding with it counts as known meanwhile.
+PENDING = "pending"
+
+_CALL_PREFIX = re.compile(r"^call \d+: ")
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+_PATH = re.compile(r"(/[\w.\-]+){2,}")
+# Value names of generated programs (a0 argument, p0 parameter, b0 buffer, v3 intermediate)
+# and of FX graphs (primals_1, arg0_1, getitem_3, view_2, tangents_1).
+_PROGRAM_NAMES = {"a": "<arg>", "p": "<param>", "b": "<buffer>", "v": "<value>"}
+_PROGRAM_NAME = re.compile(r"\b([apbv])\d+\b")
+_FX_NAME = re.compile(r"\b(?:[a-z]+(?:_[a-z]+)*_\d+(?:_\d+)?|arg\d+_\d+)\b")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(\.\d+)?(e-?\d+)?(?![\w])")
+_NUM_LIST = re.compile(r"[\[(]\s*(?:N\s*,\s*)*N?\s*,?\s*[\])]")
+_FLOAT_LIST = re.compile(r"\[(?:[^\[\]]*)\]")
+_SPACES = re.compile(r"\s+")
+# Dynamo re-raises an error of running a node on fake tensors as TorchRuntimeError(... got
+# RuntimeError('the real message')): the real message is the identity.
+_WRAPPED = re.compile(r"\bgot (\w+)\((['\"])(.*)")
+
+
+def normalise_message(message: str) -> str:
+    """An exception message with what varies between programs of one bug taken out: numbers
+    (values, sizes, shapes, indices), addresses, paths, value names. dtypes, op names and the
+    words stay: they tell bugs apart."""
+    text = message.strip().splitlines()[0] if message.strip() else ""
+    m = _WRAPPED.search(text)
+    if m is not None:
+        text = f"{m.group(1)}: {m.group(3).rstrip(')').rstrip(m.group(2))}"
+    text = _HEX.sub("0x?", text)
+    text = _PATH.sub("<path>", text)
+    text = _PROGRAM_NAME.sub(lambda k: _PROGRAM_NAMES[k.group(1)], text)
+    text = _FX_NAME.sub(_fx_name, text)
+    text = _NUMBER.sub("N", text)
+    text = _NUM_LIST.sub("[...]", text)
+    return _SPACES.sub(" ", text).strip()[:200]
+
+
+def _fx_name(m: re.Match[str]) -> str:
+    """primals_1 -> primals_N, arg0_1 -> argN_N (dtypes such as float64 do not match)."""
+    return re.sub(r"\d+", "N", m.group(0))
+
+
+def aspect_of(difference: str) -> str:
+    """The aspect of one difference line of an oracle: which thing differs (output N's
+    values, input <arg> after the call, output N.requires_grad, ...), with the call index,
+    values, shapes and names taken out; the reference's side of an "X vs Y" kept (it says
+    which way metadata went wrong)."""
+    text = _CALL_PREFIX.sub("", difference.strip())
+    text = text.split(": expected ", 1)[0]
+    text = text.split(" vs ", 1)[0]
+    text = _HEX.sub("0x?", text)
+    text = _PROGRAM_NAME.sub(lambda k: _PROGRAM_NAMES[k.group(1)], text)
+    text = _FLOAT_LIST.sub("[...]", text)
+    text = _NUMBER.sub("N", text)
+    text = _NUM_LIST.sub("[...]", text)
+    return _SPACES.sub(" ", text).strip()[:120]
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    """One known bug: its coarse key, the wrapper paths its shrunk program needs, and the
+    corpus signature it is saved under (`PENDING` while a worker shrinks it)."""
+
+    coarse: str  # identity without paths (Finding.coarse)
+    paths: frozenset[str]  # the shrunk program's signature paths; empty for exceptions
+    signature: str  # the entry's directory name, or PENDING
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"coarse": self.coarse, "paths": sorted(self.paths), "signature": self.signature}
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> KnownBug:
+        return KnownBug(str(d["coarse"]), frozenset(d.get("paths", ())), str(d["signature"]))
+
+
+@dataclass
+class KnownBugs:
+    """The bugs a campaign must not report as new, by coarse key (see Note [Bug identity])."""
+
+    table: dict[str, list[KnownBug]] = field(default_factory=dict)
+
+    def add(self, bug: KnownBug) -> None:
+        bugs = self.table.setdefault(bug.coarse, [])
+        if bug not in bugs:
+            bugs.append(bug)
+
+    def update(self, bugs: Iterable[KnownBug]) -> None:
+        for b in bugs:
+            self.add(b)
+
+    def settle(self, coarse: str, bugs: Iterable[KnownBug]) -> None:
+        """Replace what is known of `coarse` (a shrink ended: its PENDING mark goes)."""
+        self.table[coarse] = [b for b in bugs if b.coarse == coarse]
+
+    def of(self, coarse: str) -> list[KnownBug]:
+        return list(self.table.get(coarse, ()))
+
+    def match(self, finding: Mapping[str, Any]) -> KnownBug | None:
+        """The known bug that covers `finding` (a Finding's dict), or None: same coarse key and
+        the known paths a subset of the finding's. A real entry wins over a PENDING mark, and
+        the most specific entry (most paths) over a more general one."""
+        bugs = self.table.get(str(finding.get("coarse")), ())
+        paths = frozenset(finding.get("identity_paths", ()))
+        covering = [b for b in bugs if b.paths <= paths]
+        if not covering:
+            return None
+        return max(covering, key=lambda b: (b.signature != PENDING, len(b.paths)))
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.table.values())
+
+    def __contains__(self, signature: object) -> bool:
+        return any(b.signature == signature for v in self.table.values() for b in v)
+
+
+# Severity: how bad a bug is for a user, worst first (the report's order).
+SEVERITIES = {
+    1: "silent wrong values or gradients",
+    2: "crash where eager runs",
+    3: "autograd metadata, aliasing or error-handling difference",
+    4: "seq_nr mapping",
+    5: "other",
+}
+_CRASH_KINDS = ("crash", "interpreter-crash", "hang", "harness-error")
+_VALUE_ORACLES = ("outputs", "mutation", "grads", "cudagraph", "guards")
+_METADATA_WORDS = ("stride", "storage offset", "structure", "second backward", "leaves")
+
+
+def severity_of(finding: Mapping[str, Any]) -> int:
+    """1..5 (SEVERITIES) from a finding's (or case.json's) kind, oracle and aspect."""
+    kind, oracle = finding.get("kind"), finding.get("oracle")
+    aspect = str(finding.get("aspect") or "")
+    if kind in _CRASH_KINDS:
+        return 2
+    if oracle == "seq_nr":
+        return 4
+    if kind == "guard-unsound":
+        return 1
+    if oracle in _VALUE_ORACLES and not finding.get("exc_type"):
+        if oracle == "guards" and kind == "pythonify-divergence" and "accepted" not in aspect:
+            return 3  # guard parity: a guard torch has is missing, the values were right
+        return 3 if any(w in aspect for w in _METADATA_WORDS) else 1
+    if oracle in ("aliasing", "autograd", "exceptions", "guards"):
+        return 3
+    return 5
+
+
+def title_of(finding: Mapping[str, Any], backend: str, mode: str | None = None) -> str:
+    """A one-line bug title: who, under what, and the identity in words."""
+    who = f"{finding.get('subject')} ({backend}{', ' + mode if mode else ''})"
+    kind = finding.get("kind")
+    if kind in ("interpreter-crash", "hang"):
+        return f"{who}: the process dies ({finding.get('exc_type')})"
+    if finding.get("exc_type"):
+        what = f"{finding.get('exc_type')}: {finding.get('message') or ''}".rstrip(": ")
+        verb = "raises" if kind in _CRASH_KINDS else "differs on an error:"
+        where = " where eager runs" if kind == "crash" else ""
+        return f"{who} {verb} {what}{where}"[:200]
+    return f"{who} differs from its reference ({finding.get('oracle')}): {finding.get('aspect')}"[
+        :200
+    ]
+
+
+def difference_of(explanation: str) -> str:
+    """The first difference line of an oracle's explanation ("  - call 0: ...")."""
+    for line in explanation.splitlines():
+        if line.startswith("  - "):
+            return line[4:].strip()[:300]
+    return explanation.strip().splitlines()[0][:300] if explanation.strip() else ""

@@ -1,0 +1,183 @@
+"""`pyfy-fuzz migrate CORPUS`: re-key entries of an older case.json format as bug identities.
+
+Format 1 signed a finding by kind, oracle, subject, wrapper paths and exception type, so one
+root cause was split across signatures and distinct crashes merged. Format 2 signs it by its
+identity (Note [Bug identity] in oracles/identity.py), which needs what format 1 never stored:
+the normalised message and the innermost torch frame of a crash, the aspect of a divergence.
+So each old entry's spec is run again (on serve workers, as replay does) and the finding of
+the same kind, oracle and subject gives the identity; an entry that no longer reproduces (a
+fixed bug) is re-keyed from its stored explanation. Old entries that turn out to be one bug
+become one entry: the smallest spec, the counts added, every triage note kept.
+
+Nothing is lost: an old entry is moved to ``CORPUS/.migrated/<old name>`` only after its new
+entry is in place, and every write goes through `Corpus.put` (staged, renamed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from oracles import Finding
+from oracles.identity import aspect_of, difference_of, normalise_message, severity_of, title_of
+
+from .corpus import CASE, FORMAT, OLD_FORMATS, Corpus, Entry
+from .entry import entry_files
+from .pool import Died
+from .replay import run_specs
+
+__all__ = ["MigrateReport", "migrate", "old_entries"]
+
+_RAISED = re.compile(r"raised (\w+) in [\w-]+: (.*?)(; \w[\w. ]* (did not|raised).*)?$")
+
+
+@dataclass
+class MigrateReport:
+    migrated: list[tuple[str, str, str]] = field(default_factory=list)  # (old, new, how)
+    notes: list[str] = field(default_factory=list)
+
+
+def old_entries(root: Path) -> list[Entry]:
+    """Entries under `root` whose case.json has an older format (unreadable ones are left to
+    the corpus's own problem reporting)."""
+    found = []
+    for p in sorted(root.iterdir()):
+        if p.name.startswith(".") or not (p / CASE).is_file():
+            continue
+        try:
+            case = json.loads((p / CASE).read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(case, dict) and case.get("format") in OLD_FORMATS:
+            found.append(Entry(p, case))
+    return found
+
+
+def _finding_from_result(case: dict[str, Any], result: Any) -> Finding | None:
+    """The finding of a re-run that is the old entry's bug: same kind, oracle and subject,
+    the same exception type first."""
+    if isinstance(result, Died):
+        if result.kind == case["kind"]:
+            return Finding(
+                case["kind"], case["oracle"], case["subject"], (), case["explanation"],
+                case.get("exc_type"),
+            )  # fmt: skip
+        return None
+    same = [
+        Finding.from_dict(f)
+        for f in result.get("findings", ())
+        if (f["kind"], f["oracle"], f["subject"]) == (case["kind"], case["oracle"], case["subject"])
+    ]
+    same.sort(key=lambda f: f.exc_type != case.get("exc_type"))
+    return same[0] if same else None
+
+
+def _finding_from_case(case: dict[str, Any]) -> Finding:
+    """The identity rebuilt from what format 1 stored (the bug no longer reproduces): the
+    message parsed from the explanation; no torch frame is known."""
+    difference = difference_of(case.get("explanation", ""))
+    message = ""
+    if case.get("exc_type"):
+        m = _RAISED.search(difference)
+        message = normalise_message(m.group(2)) if m else ""
+    return Finding(
+        case["kind"],
+        case["oracle"],
+        case["subject"],
+        tuple(case.get("wrappers", ())),
+        case.get("explanation", ""),
+        case.get("exc_type"),
+        aspect=aspect_of(difference),
+        message=message,
+    )
+
+
+def _new_case(old: dict[str, Any], f: Finding, how: str) -> dict[str, Any]:
+    d = f.to_dict()
+    mode = old["spec"].get("plan", {}).get("mode")
+    case = dict(old)
+    case.update(
+        format=FORMAT,
+        signature=f.signature,
+        coarse=f.coarse,
+        identity=f.identity(),
+        wrappers=list(f.wrappers) or old.get("wrappers", []),
+        exc_type=f.exc_type,
+        aspect=d["aspect"],
+        message=f.message,
+        frame=f.frame,
+        explanation=old.get("explanation", ""),
+        severity=severity_of(d),
+        title=title_of(d, old.get("backend", "aot_eager"), mode),
+        difference=difference_of(old.get("explanation", "")),
+        migrated_from=[old["signature"]],
+        migrated_by=how,
+    )
+    return case
+
+
+def _merge(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """Old entries that are one bug: the smallest spec, counts added, every triage kept."""
+    cases = sorted(cases, key=lambda c: tuple(c.get("size", ())))
+    merged = dict(cases[0])
+    merged["count"] = sum(int(c.get("count", 1)) for c in cases)
+    merged["first_seen"] = min(str(c.get("first_seen", "")) for c in cases)
+    merged["migrated_from"] = [s for c in cases for s in c["migrated_from"]]
+    notes = [f"{c['migrated_from'][0]}: {c['triage']}" for c in cases if c.get("triage")]
+    if len(notes) > 1:
+        merged["triage"] = " | ".join(notes)
+    return merged
+
+
+def migrate(root: Path, *, workers: int = 1, case_timeout: float = 120.0) -> MigrateReport:
+    """Re-key every old-format entry of the corpus at `root` (see the module docstring)."""
+    corpus = Corpus.open(root, create=False)
+    old = old_entries(root)
+    report = MigrateReport()
+    results: dict[Path, Any] = {}
+    run_specs(
+        old,
+        lambda e, r: results.__setitem__(e.path, r),
+        workers=workers,
+        impl=None,
+        case_timeout=case_timeout,
+    )
+    groups: dict[str, list[tuple[Entry, dict[str, Any]]]] = {}
+    for e in old:
+        f = _finding_from_result(e.case, results.get(e.path))
+        how = "re-run" if f is not None else "stored fields (did not reproduce)"
+        f = f or _finding_from_case(e.case)
+        case = _new_case(e.case, f, how)
+        groups.setdefault(case["signature"], []).append((e, case))
+    for sig, members in sorted(groups.items()):
+        case = _merge([c for _, c in members])
+        source = next(e for e, c in members if c["migrated_from"][0] == case["migrated_from"][0])
+        staging = corpus.new_staging()
+        has_file = (source.path / "pythonified.py").is_file()
+        if has_file:
+            shutil.copy2(source.path / "pythonified.py", staging / "pythonified.py")
+        path, how = corpus.put(staging, case, entry_files(case, has_pythonified=has_file))
+        if how == "blocked":
+            report.notes.append(f"{sig}: a directory of that name does not load; left alone")
+            continue
+        for e, c in members:
+            _retire(root, e.path)
+            report.migrated.append((e.path.name, path.name, c["migrated_by"]))
+    return report
+
+
+def _retire(root: Path, path: Path) -> None:
+    """Move a migrated old entry under .migrated/ (kept, out of the corpus's way)."""
+    aside = root / ".migrated"
+    aside.mkdir(exist_ok=True)
+    target = aside / path.name
+    n = 1
+    while target.exists():
+        target = aside / f"{path.name}.{n}"
+        n += 1
+    os.rename(path, target)

@@ -1,0 +1,158 @@
+"""Bug identity (oracles/identity.py): one bug, one signature; two bugs, two."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import oracles
+from oracles import Finding
+from oracles.identity import PENDING, KnownBug, KnownBugs, aspect_of, normalise_message
+from pyfy_fuzz.observe import ExcObs
+
+from .helpers import evidence, on_clones, spec
+
+MUT = spec([("add_", ("a0", 1), ()), ("sin", ("a0",), ("v0",))], ["v0"], grad="none")
+
+
+def _crash(paths: tuple[str, ...], message: str, frame: str = "torch/_ops.py:__call__") -> Finding:
+    return Finding(
+        "crash",
+        "exceptions",
+        "torch.compile",
+        paths,
+        f"explanation {message}",
+        "RuntimeError",
+        message=normalise_message(message),
+        frame=frame,
+    )
+
+
+def test_crash_identity_is_type_message_and_frame_not_paths():
+    a = _crash(("runtime/x",), "shape '[2, 3]' is invalid for input of size 7")
+    b = _crash(("dedupe/y", "runtime/z"), "shape '[4]' is invalid for input of size 9")
+    assert a.signature == b.signature and a.coarse == b.coarse
+    assert a.identity_paths == ()
+    # Two different assertion messages of one type are two bugs.
+    c = _crash(("runtime/x",), "expand: the requested shape has too few dimensions!")
+    assert c.signature != a.signature
+    # The same message raised from another torch function is another bug.
+    d = _crash(("runtime/x",), "shape '[2, 3]' is invalid", "torch/_refs/__init__.py:view")
+    assert len({a.signature, d.signature}) == 2
+    assert a.signature.startswith("crash.exceptions.") and "/" not in a.signature
+    with pytest.raises(ValueError, match="unknown finding kind"):
+        Finding("oops", "outputs", "torch.compile", (), "")
+
+
+def test_divergence_identity_is_aspect_plus_paths():
+    base = dict(kind="compile-divergence", oracle="mutation", subject="torch.compile")
+    a = Finding(**base, wrappers=("runtime/x",), explanation="e1", aspect="input <arg>: values")
+    b = Finding(**base, wrappers=("runtime/x",), explanation="e2", aspect="input <arg>: values")
+    c = Finding(**base, wrappers=("runtime/y",), explanation="e1", aspect="input <arg>: values")
+    d = Finding(**base, wrappers=("runtime/x",), explanation="e1", aspect="output N: values")
+    assert a.signature == b.signature
+    assert a.coarse == c.coarse and a.signature != c.signature
+    assert a.coarse != d.coarse
+
+
+def test_signature_leaves_out_path_refinements():
+    """A refinement (a finer variant of a path that is also emitted) never splits a bug."""
+    from pyfy_fuzz.pythonify.paths import REFINEMENTS
+
+    base = ("runtime/input_mutation/data", "synthetic_base/1d", "synthetic_base/inference")
+    plain = Finding("compile-divergence", "guards", "torch.compile", base, "x", aspect="a")
+    for refinement in sorted(REFINEMENTS):
+        refined = Finding(
+            "compile-divergence", "guards", "torch.compile", (*base, refinement), "x", aspect="a"
+        )
+        assert refined.signature == plain.signature
+
+
+@pytest.mark.parametrize(
+    ("line", "aspect"),
+    [
+        ("call 0: output 1: values differ: expected [1, 2.5], got [0, 3]", "output N: values differ"),
+        (
+            "call 3: input a0 after the call: values differ: expected [1.], got [0.]",
+            "input <arg> after the call: values differ",
+        ),
+        ("call 0: output 0.requires_grad True vs False", "output N.requires_grad True"),
+        ("call 0: output 2._base: input:a1 vs none", "output N._base: input:<arg>"),
+        ("call 1: grad of p0: shape (2, 3) vs (3,)", "grad of <param>: shape [...]"),
+        ("call 1: grad of a2: shape (5,) vs (3,)", "grad of <arg>: shape [...]"),
+    ],
+)
+def test_aspect_takes_out_indices_values_and_names(line, aspect):
+    assert aspect_of(line) == aspect
+
+
+def test_message_normalisation():
+    n = normalise_message
+    assert n("shape '[2, 3]' is invalid for input of size 7") == n(
+        "shape '[8]' is invalid for input of size 12"
+    )
+    assert n("at 0x7f00 in /tmp/a/b.py primals_1 arg0_3") == "at 0x? in <path> primals_N argN_N"
+    assert "float64" in n("expected float64 but got float32")
+    wrapped = (
+        "Dynamo failed to run FX node with fake tensors: call_function <built-in method add>"
+        "(*(FakeTensor(..., size=(2,)),), **{}): got RuntimeError('The size of tensor a (2) "
+        "must match the size of tensor b (3) at non-singleton dimension 0')"
+    )
+    assert n(wrapped).startswith("RuntimeError: The size of tensor a")
+
+
+def test_known_bugs_match_by_subset_of_paths():
+    known = KnownBugs()
+    f = Finding(
+        "compile-divergence", "mutation", "torch.compile", ("runtime/a", "runtime/b"), "", aspect="x"
+    ).to_dict()
+    assert known.match(f) is None
+    known.add(KnownBug(f["coarse"], frozenset({"runtime/a"}), "sig-a"))
+    hit = known.match(f)
+    assert hit is not None and hit.signature == "sig-a"
+    other = Finding(
+        "compile-divergence", "mutation", "torch.compile", ("runtime/b",), "", aspect="x"
+    ).to_dict()
+    assert known.match(other) is None  # the known minimal program needs runtime/a
+    known.add(KnownBug(f["coarse"], frozenset(), PENDING))
+    assert known.match(other).signature == PENDING
+    hit = known.match(f)
+    assert hit is not None and hit.signature == "sig-a"  # a real entry beats PENDING
+    known.settle(f["coarse"], [KnownBug(f["coarse"], frozenset({"runtime/b"}), "sig-b")])
+    assert known.match(other).signature == "sig-b" and "sig-a" not in known
+
+
+def test_exception_frame_is_the_innermost_torch_frame():
+    try:
+        torch.zeros(2, 3).view(7)
+    except RuntimeError as e:
+        obs = ExcObs.of(e, "call")
+    else:
+        raise AssertionError("view should raise")
+    # Raised from C++: no torch frame, or torch's own Python wrapper.
+    assert obs.frame == "" or obs.frame.startswith("torch/")
+    try:
+        torch.nn.functional.linear(torch.zeros(2, 3), torch.zeros(4))
+    except RuntimeError as e:
+        assert ExcObs.of(e, "call").frame in ("", "torch/nn/functional.py:linear") or ExcObs.of(
+            e, "call"
+        ).frame.startswith("torch/")
+    try:
+        torch.nn.functional.pad(torch.zeros(2), (1,))
+    except Exception as e:
+        assert ExcObs.of(e, "call").frame.startswith("torch/")
+
+
+def test_torch_alone_when_the_file_agrees_with_eager():
+    """torch.compile drops a mutation; the file does it right: one finding, torch's."""
+    ev = evidence(MUT, compiled_wrap=on_clones, pythonified_wrap=lambda fn: fn)
+    found = oracles.check_all(ev)
+    assert [f.subject for f in found if f.oracle == "mutation"] == ["torch.compile"]
+    # The file wrong in the same way as torch.compile: torch's finding, no pythonify one.
+    ev = evidence(MUT, compiled_wrap=on_clones, pythonified_wrap=on_clones)
+    assert [f.subject for f in oracles.check_all(ev) if f.oracle == "mutation"] == [
+        "torch.compile"
+    ]
+    # The file wrong where torch.compile is right: the generator's.
+    ev = evidence(MUT, compiled_wrap=lambda fn: fn, pythonified_wrap=on_clones)
+    assert [f.subject for f in oracles.check_all(ev) if f.oracle == "mutation"] == ["pythonify"]
