@@ -159,8 +159,9 @@ class KnownBugs:
 # Severity: how bad a bug is for a user, worst first (the report's order).
 SEVERITIES = {
     1: "silent wrong values or gradients",
-    2: "crash where eager runs",
-    3: "autograd metadata, aliasing or error-handling difference",
+    2: "crash where eager runs (also interpreter crash, hang, pyfy-fuzz's own error)",
+    3: "autograd metadata, aliasing or error-handling differences "
+    "(requires_grad, _base, version, a missing error)",
     4: "seq_nr mapping",
     5: "other",
 }
@@ -188,20 +189,44 @@ def severity_of(finding: Mapping[str, Any]) -> int:
     return 5
 
 
-def title_of(finding: Mapping[str, Any], backend: str, mode: str | None = None) -> str:
-    """A one-line bug title: who, under what, and the identity in words."""
-    who = f"{finding.get('subject')} ({backend}{', ' + mode if mode else ''})"
-    kind = finding.get("kind")
-    if kind in ("interpreter-crash", "hang"):
-        return f"{who}: the process dies ({finding.get('exc_type')})"
-    if finding.get("exc_type"):
-        what = f"{finding.get('exc_type')}: {finding.get('message') or ''}".rstrip(": ")
-        verb = "raises" if kind in _CRASH_KINDS else "differs on an error:"
-        where = " where eager runs" if kind == "crash" else ""
-        return f"{who} {verb} {what}{where}"[:200]
-    return f"{who} differs from its reference ({finding.get('oracle')}): {finding.get('aspect')}"[
-        :200
-    ]
+# "<what differs from the reference>", per oracle.
+_ORACLE_PHRASE = {
+    "outputs": "output values differ from {ref}",
+    "mutation": "input mutations differ from {ref}",
+    "aliasing": "output aliasing differs from {ref}",
+    "autograd": "autograd metadata differs from {ref}",
+    "grads": "gradients differ from {ref}",
+    "cudagraph": "outputs change after later calls (CUDA graphs), unlike {ref}",
+    "guards": "differs from {ref} on a call that breaks its guards",
+    "seq_nr": "the backward's seq_nr mapping differs from {ref}",
+    "exceptions": "raises differently from {ref}",
+}
+
+
+def title_of(finding: Mapping[str, Any], backend: str | None, mode: str | None = None) -> str:
+    """A one-line bug title: who, under what, and the identity in words, e.g.
+    "torch.compile (aot_eager): gradients differ from eager (grad of <arg>: values differ)"."""
+    subject, kind = str(finding.get("subject", "?")), finding.get("kind")
+    oracle, exc = str(finding.get("oracle", "")), finding.get("exc_type")
+    compiled = subject in ("torch.compile", "pythonify") and backend
+    who = f"{subject} ({backend}{', ' + mode if mode else ''})" if compiled else subject
+    ref = "torch.compile" if subject == "pythonify" else "eager"
+    message = str(finding.get("message") or "")
+    if kind == "interpreter-crash":
+        return f"{who}: the interpreter dies" + (f" ({exc})" if exc else "")
+    if kind == "hang":
+        return f"{who}: hangs (outlived the case timeout)"
+    if kind == "harness-error":
+        return "pyfy-fuzz itself raises" + (f" {exc}" if exc else " an error")
+    if kind == "crash":
+        where = " on a call that breaks its guards" if oracle == "guards" else ""
+        what = f"raises {exc}" if exc else "crashes"
+        return f"{who}: {what}{where} where {ref} runs" + (f": {message}" if message else "")[:200]
+    if kind == "guard-unsound":
+        return f"{who}: guards accept inputs it was not compiled for"
+    phrase = _ORACLE_PHRASE.get(oracle, "differs from {ref} under the " + oracle + " oracle")
+    detail = f"{exc}: {message}" if exc and message else str(finding.get("aspect") or "")
+    return f"{who}: {phrase.format(ref=ref)}" + (f" ({detail})" if detail else "")[:200]
 
 
 def difference_of(explanation: str) -> str:

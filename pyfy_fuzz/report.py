@@ -9,6 +9,11 @@ are what the next generator work should aim at. Rendered for the terminal and as
 (tabulate) and as a self-contained HTML page; given a history (reports/history.json), the
 page embeds the trend plot across nights and the markdown links it. Files are written
 atomically.
+
+Given a corpus (`triage_view.load_findings`), every output leads with its findings, grouped by
+root cause and most severe first; the wrapper-path table follows. Either part may be absent
+(no runs: only findings; no corpus: only the table). `severity_of`, `title_of` and
+`difference_of` (one finding in a number and two lines) are re-exported from triage_view.
 """
 
 from __future__ import annotations
@@ -25,6 +30,35 @@ from tabulate import tabulate
 
 from .atomic import atomic_write
 from .pythonify.paths import ALL_PATHS
+from .triage_view import (
+    FINDINGS_CSS,
+    Findings,
+    FindingsError,
+    difference_of,
+    load_findings,
+    render_findings_html,
+    render_findings_markdown,
+    render_findings_text,
+    severity_of,
+    title_of,
+)
+
+__all__ = [
+    "ReportError",
+    "FindingsError",
+    "RunSummary",
+    "PathRow",
+    "load_runs",
+    "load_findings",
+    "path_rows",
+    "render_text",
+    "render_markdown",
+    "render_html",
+    "write_report",
+    "severity_of",
+    "title_of",
+    "difference_of",
+]
 
 _REQUIRED = ("cases", "elapsed_s", "findings", "wrapper_hits")
 
@@ -136,23 +170,43 @@ def _table(rows: list[PathRow]) -> list[list[Any]]:
     ]
 
 
-def render_text(rows: list[PathRow], runs: list[RunSummary]) -> str:
-    never = sum(1 for r in rows if r.cases == 0)
-    head = (
-        f"{len(rows) - never} of {len(rows)} wrapper paths reached in {len(runs)} run(s), "
-        f"{sum(int(r.data['cases']) for r in runs)} cases; never reached: {never}"
-    )
-    return head + "\n\n" + tabulate(_table(rows), headers=_HEADERS, tablefmt="simple") + "\n"
+def render_text(
+    rows: list[PathRow], runs: list[RunSummary], findings: Findings | None = None
+) -> str:
+    """The findings (when there is a corpus) first, then the wrapper-path table (when there
+    are runs)."""
+    parts = [render_findings_text(findings)] if findings is not None else []
+    if runs or findings is None:
+        never = sum(1 for r in rows if r.cases == 0)
+        head = (
+            f"{len(rows) - never} of {len(rows)} wrapper paths reached in {len(runs)} run(s), "
+            f"{sum(int(r.data['cases']) for r in runs)} cases; never reached: {never}"
+        )
+        parts.append(
+            head + "\n\n" + tabulate(_table(rows), headers=_HEADERS, tablefmt="simple") + "\n"
+        )
+    return "\n".join(parts)
 
 
 def render_markdown(
-    rows: list[PathRow], runs: list[RunSummary], title: str, trend: str | None = None
+    rows: list[PathRow],
+    runs: list[RunSummary],
+    title: str,
+    trend: str | None = None,
+    findings: Findings | None = None,
 ) -> str:
     """`trend`: the trend PNG's file name, linked relative to the markdown file."""
-    lines = [f"# {title}", "", _runs_line(runs), ""]
+    lines = [f"# {title}", ""]
+    if findings is None:
+        lines += [_runs_line(runs), ""]
+    else:
+        lines.append(render_findings_markdown(findings))
     if trend:
         lines += [f"![Trend across nights: paths reached, coverage, findings]({trend})", ""]
-    lines.append(tabulate(_table(rows), headers=_HEADERS, tablefmt="github"))
+    if findings is not None and runs:
+        lines += ["## Wrapper paths", "", _runs_line(runs), ""]
+    if runs or findings is None:
+        lines.append(tabulate(_table(rows), headers=_HEADERS, tablefmt="github"))
     cov = latest_coverage(runs)
     if cov is not None:
         lines += [
@@ -191,10 +245,44 @@ def _runs_line(runs: list[RunSummary]) -> str:
 
 
 def render_html(
-    rows: list[PathRow], runs: list[RunSummary], title: str, trend_png: bytes | None = None
+    rows: list[PathRow],
+    runs: list[RunSummary],
+    title: str,
+    trend_png: bytes | None = None,
+    findings: Findings | None = None,
 ) -> str:
-    """One self-contained page (no external assets): the table, never-reached rows marked, and
-    the trend plot embedded as a data URI when there is one."""
+    """One self-contained page (no external assets): the findings of a corpus first (when
+    given), then the wrapper-path table (never-reached rows marked; when there are runs, or
+    nothing else to show), the trend plot embedded as a data URI when there is one, and the
+    coverage numbers."""
+    esc = html.escape
+    parts = []
+    if findings is not None:
+        parts.append(render_findings_html(findings))
+    parts.append(_trend_html(trend_png))
+    if runs or findings is None:
+        parts += [_paths_html(rows, runs), _coverage_html(latest_coverage(runs))]
+    body = "\n".join(p for p in parts if p)
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2rem; color: #222; }}
+table {{ border-collapse: collapse; }}
+img#trend {{ max-width: 100%; border: 1px solid #ddd; }}
+th, td {{ border: 1px solid #ccc; padding: 0.25rem 0.6rem; text-align: right; }}
+th:first-child, td:first-child {{ text-align: left; }}
+tr.never td {{ background: #fff3e0; }}
+{FINDINGS_CSS}
+</style></head>
+<body>
+<h1>{esc(title)}</h1>
+{body}
+</body></html>
+"""
+
+
+def _paths_html(rows: list[PathRow], runs: list[RunSummary]) -> str:
     esc = html.escape
     body = []
     for r in rows:
@@ -206,31 +294,15 @@ def render_html(
             f"<td>{esc(r.last_reached or 'never')}</td><td>{r.latest}</td></tr>"
         )
     never = sum(1 for r in rows if r.cases == 0)
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2rem; color: #222; }}
-table {{ border-collapse: collapse; }}
-img#trend {{ max-width: 100%; border: 1px solid #ddd; }}
-th, td {{ border: 1px solid #ccc; padding: 0.25rem 0.6rem; text-align: right; }}
-th:first-child, td:first-child {{ text-align: left; }}
-tr.never td {{ background: #fff3e0; }}
-</style></head>
-<body>
-<h1>{esc(title)}</h1>
+    return f"""<h2>Wrapper paths</h2>
 <p>{len(rows) - never} of {len(rows)} wrapper paths reached; <strong>{never} never reached</strong>
 (listed first, highlighted): what the next generator work should aim at.</p>
-<p>{esc(_runs_line(runs))}</p>
-{_trend_html(trend_png)}
-<h2>Wrapper paths</h2>
+<p>{esc(_runs_line(runs)) if runs else "No run summaries."}</p>
 <table id="wrapper-paths">
 <thead><tr>{"".join(f"<th>{esc(h)}</th>" for h in _HEADERS)}</tr></thead>
 <tbody>
 {chr(10).join(body)}
-</tbody></table>
-{_coverage_html(latest_coverage(runs))}
-</body></html>
-"""
+</tbody></table>"""
 
 
 def _trend_html(png: bytes | None) -> str:
@@ -292,13 +364,18 @@ def write_report(
     out: Path,
     stem: str,
     history: list[dict[str, Any]] | None = None,
+    findings: Findings | None = None,
 ) -> tuple[Path, Path]:
     """`<out>/<stem>.md` and `<out>/<stem>.html` (and `<stem>-trend.png` when `history` has
     entries), each written atomically; the PNG first, so the markdown never links a missing
-    file."""
+    file. `findings` (a corpus, `load_findings`) lead both."""
     out.mkdir(parents=True, exist_ok=True)
     rows = path_rows(runs)
-    title = f"pyfy-fuzz wrapper-path report ({stem})"
+    title = (
+        f"pyfy-fuzz wrapper-path report ({stem})"
+        if findings is None
+        else f"pyfy-fuzz report ({stem})"
+    )
     md, page = out / f"{stem}.md", out / f"{stem}.html"
     png = None
     if history:
@@ -306,6 +383,7 @@ def write_report(
 
         png = trend_png(history)
         atomic_write(out / f"{stem}-trend.png", png)
-    atomic_write(md, render_markdown(rows, runs, title, f"{stem}-trend.png" if png else None))
-    atomic_write(page, render_html(rows, runs, title, png))
+    trend = f"{stem}-trend.png" if png else None
+    atomic_write(md, render_markdown(rows, runs, title, trend, findings))
+    atomic_write(page, render_html(rows, runs, title, png, findings))
     return md, page

@@ -198,3 +198,112 @@ def test_many_runs_are_summarised_in_one_line(tmp_path: Path) -> None:
     md = render_markdown(path_rows(runs), runs, "t")
     assert "6 runs from 2026-11-10T00:00:00Z to 2026-11-15T00:00:00Z, 66 cases in all" in md
     assert "latest: n5.json" in md and "n0.json" not in md
+
+
+# -- findings of a corpus, first ------------------------------------------------------------------
+def _corpus(tmp: Path) -> Path:
+    """Three entries: seq_nr (severity 4, seen 9 times), outputs (1), a crash (2); one
+    damaged."""
+    root = tmp / "corpus"
+    for kind, oracle, count in [
+        ("compile-divergence", "seq_nr", 9),
+        ("compile-divergence", "outputs", 1),
+        ("crash", "exceptions", 3),
+    ]:
+        sig = f"{kind}.{oracle}.0123456789ab"
+        d = root / sig
+        d.mkdir(parents=True)
+        case = {
+            "format": 1,
+            "signature": sig,
+            "kind": kind,
+            "oracle": oracle,
+            "subject": "torch.compile",
+            "exc_type": "RuntimeError" if kind == "crash" else None,
+            "explanation": f"torch.compile differs from eager:\n  - call 0: {oracle} differ",
+            "bug_in": "torch",
+            "expected": "fail",
+            "backend": "aot_eager",
+            "count": count,
+        }
+        (d / "case.json").write_text(json.dumps(case))
+        (d / "repro.py").write_text(f"import torch\n\ndef f(a0):\n    return a0  # {oracle}\n")
+    (root / "damaged").mkdir()
+    (root / "damaged" / "case.json").write_text("{")
+    return root
+
+
+def test_cli_corpus_findings_come_first_most_severe_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = _corpus(tmp_path)
+    run = _summary(tmp_path, "a.json", {"tokens/forward": 4}, [], "2026-11-20T00:00:00Z")
+    out = tmp_path / "rep"
+    assert main(["report", "--corpus", str(corpus), "--run", str(run), "--out", str(out)]) == 0
+    std = capsys.readouterr()
+    warn = std.err.strip().splitlines()
+    assert len(warn) == 1 and warn[0].startswith("warning: ") and "damaged" in warn[0]
+    text = std.out
+    assert text.startswith("Findings\n")
+    order = [text.index(s) for s in ("outputs.0123", "crash.exceptions", "seq_nr.0123")]
+    assert order == sorted(order)  # severity 1, 2, 4
+    assert text.index("seq_nr.0123") < text.index("wrapper paths reached")
+    assert "    | def f(a0):" in text and "(bug in torch, seen 9x)" in text
+    (md,) = out.glob("report-*.md")
+    (page,) = out.glob("report-*.html")
+    md_text, html_text = md.read_text(), page.read_text()
+    assert md_text.index("## Findings") < md_text.index("## Wrapper paths")
+    assert md_text.index("### Severity 1") < md_text.index("### Severity 4")
+    assert html_text.index('<section id="findings">') < html_text.index('id="wrapper-paths"')
+    assert "<title>pyfy-fuzz report (report-" in html_text
+    assert "white-space: pre-wrap" in html_text  # long lines of f wrap, never scroll
+
+
+def test_cli_corpus_alone_and_bad_corpora(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = _corpus(tmp_path)
+    out = tmp_path / "rep"
+    assert main(["report", "--corpus", str(corpus), "--out", str(out)]) == 0
+    assert "wrapper paths reached" not in capsys.readouterr().out
+    (page,) = out.glob("findings-*.html")
+    assert 'id="wrapper-paths"' not in page.read_text()  # no runs: no all-never table
+    not_corpus = tmp_path / "src"
+    (not_corpus / "pkg").mkdir(parents=True)
+    for argv, message in [
+        (["--corpus", str(tmp_path / "missing")], "no such corpus"),
+        (["--corpus", str(corpus / "damaged" / "case.json")], "is not a directory"),
+        (["--corpus", str(not_corpus)], "is not a pyfy-fuzz corpus"),
+        ([], "give --corpus DIR, --run SUMMARY.json, or both"),
+    ]:
+        assert main(["report", *argv, "--out", str(tmp_path / "no")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "no").exists()  # nothing written
+
+
+def test_nightly_report_carries_the_corpus_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nightly passes its --corpus to the report (the campaign itself is stubbed out)."""
+    from types import SimpleNamespace
+
+    from pyfy_fuzz import cli_campaign
+
+    corpus = _corpus(tmp_path)
+    summary = json.loads(
+        _summary(tmp_path, "s.json", {"tokens/forward": 2}, [], "2026-11-22T00:00:00Z").read_text()
+    )
+
+    def fake_campaign(config):  # type: ignore[no-untyped-def]
+        assert config.corpus == corpus
+        config.json_path.write_text(json.dumps(summary))
+        return SimpleNamespace(summary=summary, exit_code=0)
+
+    monkeypatch.setattr(cli_campaign, "_run_campaign", fake_campaign)
+    out = tmp_path / "reports"
+    assert main(["nightly", "--budget", "5s", "--corpus", str(corpus), "--out", str(out)]) == 0
+    assert "damaged" in capsys.readouterr().err
+    page = next(out.glob("nightly-*.html")).read_text()
+    assert page.index('<section id="findings">') < page.index('id="wrapper-paths"')
+    assert "compile-divergence.outputs.0123456789ab" in page

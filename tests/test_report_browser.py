@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pyfy_fuzz.pythonify.paths import ALL_PATHS
-from pyfy_fuzz.report import load_runs, write_report
+from pyfy_fuzz.report import load_findings, load_runs, write_report
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -97,6 +97,88 @@ def test_nightly_page_renders_title_table_and_plot(tmp_path: Path) -> None:
         page_width = driver.execute_script("return document.documentElement.scrollWidth")
         assert page_width <= 1200  # nothing forces a horizontal scroll
         shot = Path(os.environ.get("PYFY_SCREENSHOT_DIR", tmp_path)) / "nightly-report.png"
+        assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+    finally:
+        driver.quit()
+
+
+def _entry(root: Path, kind: str, oracle: str, count: int, f: str, explanation: str) -> None:
+    sig = f"{kind}.{oracle}.{count:012x}"
+    (root / sig).mkdir(parents=True)
+    case = {
+        "format": 1,
+        "signature": sig,
+        "kind": kind,
+        "oracle": oracle,
+        "subject": "torch.compile",
+        "exc_type": "RuntimeError" if kind == "crash" else None,
+        "explanation": "torch.compile differs from eager:\n  - " + explanation,
+        "bug_in": "torch",
+        "expected": "fail",
+        "backend": "aot_eager",
+        "count": count,
+        "triage": "T0: a person's note <with> markup-looking text",
+    }
+    (root / sig / "case.json").write_text(json.dumps(case))
+    (root / sig / "repro.py").write_text("import torch\n\n" + f)
+
+
+def test_findings_lead_the_page_most_severe_first_without_horizontal_scroll(
+    tmp_path: Path,
+) -> None:
+    corpus = tmp_path / "corpus"
+    long_line = "    return " + " + ".join(f"a0.sin().cos().tanh()[{i}]" for i in range(30))
+    no_spaces = "x" * 400  # a message with nowhere to break must still wrap
+    # seq_nr (severity 4) is seen most often: it must still come after severity 1.
+    _entry(corpus, "compile-divergence", "seq_nr", 50, "def f(a0):\n    return a0\n", "seq")
+    _entry(corpus, "compile-divergence", "outputs", 1, f"def f(a0):\n{long_line}\n", no_spaces)
+    _entry(corpus, "compile-divergence", "grads", 2, "def f(a0, a1):\n    return a1\n", "grads")
+    _entry(corpus, "crash", "exceptions", 3, "def f(a0):\n    return a0.t()\n", "crash")
+    summary = {
+        "cases": 100,
+        "elapsed_s": 60,
+        "findings": [],
+        "wrapper_hits": {"tokens/forward": 40},
+        "finished_at": "2026-11-22T02:00:00Z",
+        "torch": "2.13.0",
+        "config": {"backend": "aot_eager", "device": "cpu"},
+    }
+    s = tmp_path / "s.json"
+    s.write_text(json.dumps(summary))
+    findings = load_findings(corpus)
+    _, page = write_report(load_runs([s]), tmp_path, "report-2026-11-22", findings=findings)
+    driver = _browser_or_skip(tmp_path)
+    try:
+        driver.get(page.as_uri())
+        assert driver.title == "pyfy-fuzz report (report-2026-11-22)"
+        section = driver.find_element("css selector", "section#findings")
+        table = driver.find_element("css selector", "table#wrapper-paths")
+        assert section.location["y"] + section.size["height"] <= table.location["y"]
+        rows = driver.find_elements("css selector", "section#findings tr.finding")
+        assert len(rows) == 4
+        severities = [int(r.get_attribute("data-severity")) for r in rows]
+        assert severities == [1, 1, 2, 4]
+        ys = [r.location["y"] for r in rows]
+        assert ys == sorted(ys)  # laid out in that order, top to bottom
+        for row, entry in zip(rows, findings.entries, strict=True):
+            assert entry.shown in row.text  # its path
+            pre = row.find_element("css selector", "pre.f")
+            assert pre.is_displayed() and pre.text.startswith("def f(a")  # its f
+            assert pre.text.replace("\n", "").replace(" ", "") == entry.f.replace("\n", "").replace(
+                " ", ""
+            )
+        assert "<with>" in rows[0].text  # escaped, shown as text
+        headings = [h.text for h in driver.find_elements("css selector", "section#findings h3")]
+        assert headings[0].endswith("Severity 1: silent wrong values or gradients")
+        assert headings[-1].endswith("Severity 4: seq_nr mapping")
+        page_width = driver.execute_script("return document.documentElement.scrollWidth")
+        assert page_width <= 1200  # long lines wrap inside the table and the <pre>
+        wide = driver.execute_script(
+            "return [...document.querySelectorAll('section#findings pre, section#findings td')]"
+            ".filter(e => e.scrollWidth > e.clientWidth + 1).length"
+        )
+        assert wide == 0  # nothing scrolls or overflows inside its cell either
+        shot = Path(os.environ.get("PYFY_SCREENSHOT_DIR", tmp_path)) / "findings-report.png"
         assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
     finally:
         driver.quit()
