@@ -33,11 +33,13 @@ def finding(
     kind: str | None = None,
     exc_type: str | None = None,
     exc: ExcObs | None = None,
+    aspect: str | None = None,
 ) -> Finding:
     """One finding of `oracle` for `subject`. `exc` is the exception that identifies it (the
     subject's, or the reference's where the subject failed to raise it): its type, normalised
-    message and innermost torch frame become the identity; otherwise the first difference's
-    aspect does (Note [Bug identity] in identity.py)."""
+    message and innermost torch frame become the identity; otherwise `aspect` does (an oracle
+    that knows its difference kinds names them), by default the first difference's
+    (Note [Bug identity] in identity.py)."""
     shown = diffs[:6] + ([f"... and {len(diffs) - 6} more"] if len(diffs) > 6 else [])
     head = f"{subject} differs from {reference_name(subject)}"
     return Finding(
@@ -47,7 +49,7 @@ def finding(
         wrappers=ev.wrappers,
         explanation=head + ":\n" + "\n".join(f"  - {d}" for d in shown),
         exc_type=exc.short_type if exc is not None else exc_type,
-        aspect=aspect_of(diffs[0]) if diffs else "",
+        aspect=aspect if aspect is not None else aspect_of(diffs[0]) if diffs else "",
         message=normalise_message(exc.message) if exc is not None else "",
         frame=exc.frame if exc is not None else "",
     )

@@ -22,6 +22,7 @@ from typing import Any
 from ._base import finding
 from .evidence import Evidence
 from .finding import Finding
+from .identity import aspect_of
 
 NAME = "seq_nr"
 
@@ -152,6 +153,24 @@ def order_vs_eager(ev: Evidence) -> list[str]:
     return []
 
 
+# The seq_nr mapping kinds: which rule a difference breaks names the bug, not which nodes of
+# this program broke it (Note [Bug identity] in identity.py).
+_KINDS = (
+    ("graphs with seq_nr", "graphs with seq_nr differ"),
+    ("in the file", "a node's seq_nr differs from torch's"),
+    ("gradient-accumulation nodes", "gradient-accumulation nodes differ"),
+    ("is marked as gradient accumulation", "a forward node is marked as gradient accumulation"),
+    ("has no seq_nr", "a backward node has no seq_nr"),
+    ("name no forward node", "backward nodes name no forward node"),
+    ("by seq_nr, backward group", "the backward order by seq_nr differs from eager's"),
+)
+
+
+def mapping_kind(difference: str) -> str:
+    """The seq_nr mapping kind a difference line shows."""
+    return next((kind for key, kind in _KINDS if key in difference), aspect_of(difference))
+
+
 def check(ev: Evidence) -> list[Finding]:
     out: list[Finding] = []
     if ev.fx_meta is None:  # e.g. --pythonify torch: no view of torch's graphs to compare with
@@ -159,9 +178,9 @@ def check(ev: Evidence) -> list[Finding]:
     if ev.compiled.setup_error is None:
         diffs = invariants(ev.fx_meta) + order_vs_eager(ev)
         if diffs:
-            out.append(finding(ev, NAME, "torch.compile", diffs))
+            out.append(finding(ev, NAME, "torch.compile", diffs, aspect=mapping_kind(diffs[0])))
     if ev.pythonified is not None and ev.pythonified.setup_error is None:
         diffs = file_vs_compile(ev)
         if diffs:
-            out.append(finding(ev, NAME, "pythonify", diffs))
+            out.append(finding(ev, NAME, "pythonify", diffs, aspect=mapping_kind(diffs[0])))
     return out

@@ -63,7 +63,7 @@ class CampaignConfig:
     shard: tuple[int, int] = (1, 1)
     impl: str = "bundled"
     case_timeout: float = 60.0
-    shrink_seconds: float | None = None  # default: 5% of the budget, within [10, 30] s
+    shrink_seconds: float | None = None  # default: 2.5% of the budget, within [8, 20] s
     recycle_cases: int = 300
     grace_s: float = 15.0
     json_path: Path | None = None
@@ -79,7 +79,9 @@ class CampaignConfig:
     def shrink_s(self) -> float:
         if self.shrink_seconds is not None:
             return self.shrink_seconds
-        return min(30.0, max(10.0, 0.05 * self.budget_s))
+        # Shrinking is time not spent exploring: a bug's minimal program is usually reached in
+        # seconds (the reducer stops at its fixpoint), so 2.5% of the budget, 8..20 s.
+        return min(20.0, max(8.0, 0.025 * self.budget_s))
 
 
 # Shrinks of one coarse key per campaign before all of its findings count as known: a bug whose
@@ -123,6 +125,7 @@ class Stats:
     new: dict[str, NewFinding] = field(default_factory=dict)
     shrinks: Counter[str] = field(default_factory=Counter)  # per coarse key
     merged: int = 0  # shrinks that ended in a bug already known (counted there)
+    superseded: int = 0  # this run's entries folded into a later, smaller one
     notes: list[str] = field(default_factory=list)
     stopped_on: dict[str, Any] | None = None
 
@@ -391,8 +394,11 @@ class Campaign:
         else:
             self._settle_new(new, staging, p)
         bugs = [b for b in self.known.of(coarse) if b.signature != PENDING]
-        if self.stats.shrinks[coarse] >= MAX_SHRINKS_PER_COARSE:
-            bugs.append(KnownBug(coarse, frozenset(), PENDING))
+        if self.stats.shrinks[coarse] >= MAX_SHRINKS_PER_COARSE and bugs:
+            # Shrunk often enough: from now on every finding with this coarse key is a
+            # sighting of its most general entry (unless a more specific one covers it).
+            general = min(bugs, key=lambda b: len(b.paths))
+            bugs.append(KnownBug(coarse, frozenset(), general.signature))
         self.known.settle(coarse, bugs)
         self.pool.broadcast("known", [{"settle": coarse, "bugs": [b.to_dict() for b in bugs]}])
 
@@ -405,8 +411,10 @@ class Campaign:
     def _settle_new(self, new: NewFinding, staging: Path | None, p: dict[str, Any]) -> None:
         """Save a shrunk bug nobody knows under its refined signature."""
         f = new.finding
+        paths = frozenset(f["identity_paths"])
         self.stats.new[f["signature"]] = new
-        self.known.add(KnownBug(f["coarse"], frozenset(f["identity_paths"]), f["signature"]))
+        self.known.add(KnownBug(f["coarse"], paths, f["signature"]))
+        self._supersede(f["coarse"], paths, new)
         info = {
             "by": "hypothesis",
             "cases": new.shrink_cases,
@@ -416,6 +424,22 @@ class Campaign:
             "complete": bool(p.get("complete")),
         }
         self._save(new, staging, info)
+
+    def _supersede(self, coarse: str, paths: frozenset[str], by: NewFinding) -> None:
+        """This run's entries of the same bug whose shrink was cut short with more paths than
+        `paths`: the new entry is the same bug in a smaller context, so they are folded into
+        it (moved under .superseded/, never deleted; their sightings added)."""
+        for b in self.known.of(coarse):
+            old = self.stats.new.get(b.signature)
+            if old is None or old is by or not paths < b.paths:
+                continue
+            saved = self.corpus.entries.get(b.signature)
+            by.count += old.count + (int(saved.case.get("count", 1)) if saved else 0)
+            del self.stats.new[b.signature]
+            self.known.settle(coarse, [k for k in self.known.of(coarse) if k != b])
+            if old.path is not None:
+                self.corpus.retire(old.path, f"superseded by {by.finding['signature']}")
+            self.stats.superseded += 1
 
     def _on_died(self, slot: int, died: Died, *, serve: bool) -> None:
         self.stats.deaths[died.kind] += 1
@@ -603,6 +627,7 @@ class Campaign:
             "exploring_fraction": round(st.exploring_fraction, 3),
             "shrinks": sum(st.shrinks.values()),
             "merged_after_shrink": st.merged,
+            "superseded": st.superseded,
             "findings": [
                 {
                     "signature": sig,

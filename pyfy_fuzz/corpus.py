@@ -258,6 +258,22 @@ class Corpus:
             self.entries[sig] = Entry(target, case)
             return target, how
 
+    def retire(self, path: Path, why: str) -> Path:
+        """Move an entry out of the corpus into .superseded/ (kept, with why in a note)."""
+        aside = self.root / ".superseded"
+        aside.mkdir(exist_ok=True)
+        target = aside / path.name
+        n = 1
+        while target.exists():
+            target = aside / f"{path.name}.{n}"
+            n += 1
+        with _Lock(self.root / f".lock-{path.name}"):
+            if path.is_dir():
+                atomic_write(path / "SUPERSEDED", why + "\n")
+                os.rename(path, target)
+        self.entries.pop(path.name, None)
+        return target
+
     def bump(self, sig: str, count: int) -> None:
         """Add `count` sightings to an entry (case.json rewritten atomically). An entry that
         was retired (deleted) or no longer loads (being edited) is left alone."""
