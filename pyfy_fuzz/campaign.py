@@ -169,6 +169,10 @@ class Campaign:
             self.coverage_dir = self.corpus.state_dir / "coverage" / f"{stamp}-{os.getpid()}"
             self.coverage_dir.mkdir(parents=True, exist_ok=True)
         self.deadline = self.stats.started + config.budget_s
+        from .trace import TLPARSE_NOTICE, find_tlparse
+
+        if find_tlparse() is None:  # said once, here; workers keep the raw traces all the same
+            self.stats.notes.append(f"tlparse: {TLPARSE_NOTICE}")
         self.streams = Streams(self.corpus.state_dir, config.seed, config.shard)
         self.stream_of: dict[int, int] = {}
         self.logdir = self.corpus.state_dir / "logs" / f"{socket.gethostname()}-{os.getpid()}"

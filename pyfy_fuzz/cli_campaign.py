@@ -254,6 +254,8 @@ def print_summary(s: dict[str, Any], out: Any) -> None:
     for note in s["notes"]:
         if note.startswith("corpus:"):
             print(f"warning: {note}", file=out)
+        elif note.startswith("tlparse:"):
+            print(f"note: {note.split(': ', 1)[1]}", file=out)
 
 
 # -- replay ------------------------------------------------------------------------------------
@@ -342,6 +344,10 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         print(f"{old:<48} -> {new}  ({how})")
     for note in report.notes:
         print(f"warning: {note}", file=sys.stderr)
+    from pyfy_fuzz.trace import TLPARSE_NOTICE, find_tlparse
+
+    if find_tlparse() is None:
+        print(f"note: {TLPARSE_NOTICE}")
     news = {new for _, new, _ in report.migrated}
     print(f"migrate: {len(report.migrated)} entries -> {len(news)} entries")
     return 0

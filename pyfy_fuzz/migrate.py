@@ -30,6 +30,7 @@ from .corpus import CASE, FORMAT, OLD_FORMATS, Corpus, Entry
 from .entry import entry_files
 from .pool import Died
 from .replay import run_specs
+from .trace import TRACE_DIR
 
 __all__ = ["MigrateReport", "migrate", "old_entries"]
 
@@ -140,12 +141,14 @@ def migrate(root: Path, *, workers: int = 1, case_timeout: float = 120.0) -> Mig
     old = old_entries(root)
     report = MigrateReport()
     results: dict[Path, Any] = {}
+    traces = {e.path: corpus.new_staging() / TRACE_DIR for e in old}
     run_specs(
         old,
         lambda e, r: results.__setitem__(e.path, r),
         workers=workers,
         impl=None,
         case_timeout=case_timeout,
+        trace_dirs=traces,
     )
     groups: dict[str, list[tuple[Entry, dict[str, Any]]]] = {}
     for e in old:
@@ -157,7 +160,10 @@ def migrate(root: Path, *, workers: int = 1, case_timeout: float = 120.0) -> Mig
     for sig, members in sorted(groups.items()):
         case = _merge([c for _, c in members])
         source = next(e for e, c in members if c["migrated_from"][0] == case["migrated_from"][0])
-        staging = corpus.new_staging()
+        staging = traces[source.path].parent  # holds the re-run's trace
+        for e, _ in members:
+            if e is not source:
+                shutil.rmtree(traces[e.path].parent, ignore_errors=True)
         has_file = (source.path / "pythonified.py").is_file()
         if has_file:
             shutil.copy2(source.path / "pythonified.py", staging / "pythonified.py")

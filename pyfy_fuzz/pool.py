@@ -187,8 +187,8 @@ class Pool:
 
     # -- serve jobs ------------------------------------------------------------------------
     def submit(self, spec_json: str, **options: Any) -> Future[Any]:
-        """Run a spec on a serve worker (options: backend); resolves to the result dict or a
-        `Died`."""
+        """Run a spec on a serve worker (options: backend, impl, trace_dir: where to keep the
+        run's structured trace); resolves to the result dict or a `Died`."""
         job = next(self._ids)
         fut: Future[Any] = Future()
         self._futures[job] = fut

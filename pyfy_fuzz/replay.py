@@ -148,6 +148,7 @@ def replay(
         else:
             spec_from_dict(e.case["spec"])  # validated by collect; cheap
             runnable.append(e)
+
     def judge(e: Entry, result: Any) -> None:
         reproduced, detail = _matches(e.case, result)
         verdict = _verdict(e.case["expected"], reproduced)
@@ -157,9 +158,7 @@ def replay(
         if on_outcome is not None:
             on_outcome(outcome)
 
-    run_specs(
-        runnable, judge, workers=workers, device=device, impl=impl, case_timeout=case_timeout
-    )
+    run_specs(runnable, judge, workers=workers, device=device, impl=impl, case_timeout=case_timeout)
     report.outcomes.sort(key=lambda o: o.entry.signature)
     return report
 
@@ -172,9 +171,11 @@ def run_specs(
     device: str = "cpu",
     impl: str | None = None,
     case_timeout: float = 120.0,
+    trace_dirs: dict[Path, Path] | None = None,
 ) -> None:
     """Run each entry's spec once on serve workers (its backend, its implementation unless
-    `impl` names one) and hand `on_result` the worker's result dict, or a `Died`."""
+    `impl` names one) and hand `on_result` the worker's result dict, or a `Died`.
+    `trace_dirs`: per entry path, where to keep the run's structured trace."""
     if not entries:
         return
     runnable = entries
@@ -201,6 +202,7 @@ def run_specs(
             backend=e.case.get("backend", "aot_eager"),
             # the implementation the entry was found with, unless one is asked for
             impl=impl or e.case.get("pythonify", "bundled"),
+            trace_dir=str((trace_dirs or {}).get(e.path, "")) or None,
         )
         futures.append((e, fut))
     try:

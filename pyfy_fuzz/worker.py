@@ -19,6 +19,7 @@ Messages to the campaign are tuples ``(tag, payload)``; see `_Channel`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import os
@@ -27,6 +28,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 # Imported here so the fork server pays for them once, not each worker.
@@ -41,6 +43,7 @@ from oracles.identity import PENDING, KnownBug, KnownBugs
 
 from .runner import run_case
 from .subjects import BundledPythonify, PythonifyImpl
+from .trace import TRACE_DIR, structured_trace, tlparse_index
 
 
 @dataclass
@@ -302,7 +305,11 @@ def _serve(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl) -> str:
         name = options.get("impl") or config.impl
         if name not in impls:
             impls[name] = make_impl(name)
-        result = _run(ch, config, impls[name], spec, backend=options.get("backend"))
+        trace = options.get("trace_dir")
+        with structured_trace(Path(trace)) if trace else contextlib.nullcontext():
+            result = _run(ch, config, impls[name], spec, backend=options.get("backend"))
+        if trace:
+            tlparse_index(Path(trace))
         result["job"] = job_id
         ch.send("done", result)
         cases += 1
@@ -477,7 +484,11 @@ def _shrunk(
         staging = os.path.join(config.corpus_root, staging_name(config.owner_pid))
         os.mkdir(staging)
         ch.send("start", {"spec": spec_json, "shrinking": finding["coarse"]})
-        result = _run(ch, config, impl, ProgramSpec.from_json(spec_json), workdir=staging)
+        # The entry keeps the compile's structured trace (what TORCH_TRACE writes), and
+        # tlparse's HTML index of it where tlparse is installed.
+        with structured_trace(Path(staging) / TRACE_DIR):
+            result = _run(ch, config, impl, ProgramSpec.from_json(spec_json), workdir=staging)
+        tlparse_index(Path(staging) / TRACE_DIR)
         ch.send("done", {**result, "shrinking": finding["coarse"], "spec": spec_json})
     again = [f for f in result["findings"] if f["coarse"] == finding["coarse"]]
     ch.send(
