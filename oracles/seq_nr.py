@@ -166,9 +166,31 @@ _KINDS = (
 )
 
 
+# Ops whose unmapped backward nodes come from view replay (regenerated views, synthetic
+# bases, copy_slices) rather than from the function's own compute: a different cause.
+_VIEW_OPS = re.compile(
+    r"\b(aten\.)?(slice|select|view|as_strided|expand|transpose|t|permute|unsqueeze|squeeze|"
+    r"diagonal|alias|_unsafe_view|unfold|narrow|split|chunk|new_empty_strided|\w+_scatter|"
+    r"\w+_backward|\w+_copy)\b"
+)
+_TARGETS = re.compile(r"\(([\w.]+)\)")
+
+
 def mapping_kind(difference: str) -> str:
-    """The seq_nr mapping kind a difference line shows."""
-    return next((kind for key, kind in _KINDS if key in difference), aspect_of(difference))
+    """The seq_nr mapping kind a difference line shows; for unmapped backward nodes, also
+    which kind of op they are (view replay, effect tokens, compute): the program's node names
+    are not the bug, but the kind of node that lost its forward node tells causes apart."""
+    kind = next((kind for key, kind in _KINDS if key in difference), None)
+    if kind is None:
+        return aspect_of(difference)
+    if kind != "backward nodes name no forward node":
+        return kind
+    targets = _TARGETS.findall(difference.split(";", 1)[0])
+    if any("with_effects" in t or "token" in t for t in targets):
+        return f"{kind} (effect tokens)"
+    if any(_VIEW_OPS.fullmatch(t.rsplit(".", 1)[0] if t.count(".") > 1 else t) for t in targets):
+        return f"{kind} (view replay)"
+    return f"{kind} (compute)"
 
 
 def check(ev: Evidence) -> list[Finding]:

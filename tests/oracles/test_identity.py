@@ -71,7 +71,10 @@ def test_signature_leaves_out_path_refinements():
 @pytest.mark.parametrize(
     ("line", "aspect"),
     [
-        ("call 0: output 1: values differ: expected [1, 2.5], got [0, 3]", "output N: values differ"),
+        (
+            "call 0: output 1: values differ: expected [1, 2.5], got [0, 3]",
+            "output N: values differ",
+        ),
         (
             "call 3: input a0 after the call: values differ: expected [1.], got [0.]",
             "input <arg> after the call: values differ",
@@ -104,7 +107,12 @@ def test_message_normalisation():
 def test_known_bugs_match_by_subset_of_paths():
     known = KnownBugs()
     f = Finding(
-        "compile-divergence", "mutation", "torch.compile", ("runtime/a", "runtime/b"), "", aspect="x"
+        "compile-divergence",
+        "mutation",
+        "torch.compile",
+        ("runtime/a", "runtime/b"),
+        "",
+        aspect="x",
     ).to_dict()
     assert known.match(f) is None
     known.add(KnownBug(f["coarse"], frozenset({"runtime/a"}), "sig-a"))
@@ -150,9 +158,39 @@ def test_torch_alone_when_the_file_agrees_with_eager():
     assert [f.subject for f in found if f.oracle == "mutation"] == ["torch.compile"]
     # The file wrong in the same way as torch.compile: torch's finding, no pythonify one.
     ev = evidence(MUT, compiled_wrap=on_clones, pythonified_wrap=on_clones)
-    assert [f.subject for f in oracles.check_all(ev) if f.oracle == "mutation"] == [
-        "torch.compile"
-    ]
+    assert [f.subject for f in oracles.check_all(ev) if f.oracle == "mutation"] == ["torch.compile"]
     # The file wrong where torch.compile is right: the generator's.
     ev = evidence(MUT, compiled_wrap=lambda fn: fn, pythonified_wrap=on_clones)
     assert [f.subject for f in oracles.check_all(ev) if f.oracle == "mutation"] == ["pythonify"]
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        (
+            "2 backward nodes name no forward node: slice_backward (aten.slice_backward.default)"
+            ", add (aten.add.Tensor); seq_nr [4] is in neither ...",
+            "backward nodes name no forward node (view replay)",
+        ),
+        (
+            "1 backward nodes name no forward node: mul_2 (aten.mul.Tensor); seq_nr [7] is ...",
+            "backward nodes name no forward node (compute)",
+        ),
+        (
+            "3 backward nodes name no forward node: with_effects (with_effects); seq_nr [2] ...",
+            "backward nodes name no forward node (effect tokens)",
+        ),
+        (
+            "backward node mul (aten.mul.Tensor) has no seq_nr (None)",
+            "a backward node has no seq_nr",
+        ),
+        (
+            "by seq_nr, backward group 1 of the compiled graph maps to forward ['sin']; ...",
+            "the backward order by seq_nr differs from eager's",
+        ),
+    ],
+)
+def test_seq_nr_findings_are_keyed_by_mapping_kind(line, kind):
+    from oracles.seq_nr import mapping_kind
+
+    assert mapping_kind(line) == kind
