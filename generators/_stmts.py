@@ -397,7 +397,10 @@ def stmt_rng(b: Builder) -> bool:
     if not cands:
         return False
     v = b.pick(cands)
-    op = b.pick(("rand_like", "randn_like", "dropout", "bernoulli"))
+    ops = ["rand_like", "randn_like", "dropout", "bernoulli"]
+    if numel(v.shape) == 0:  # eager's dropout returns an empty input as-is: not a new value
+        ops.remove("dropout")
+    op = b.pick(ops)
     rg = v.requires_grad and op == "dropout"
     out = _fresh(b, v, v.shape, v.dtype, rg)
     _bind(b, out, Stmt(op, (v.name,), (out.name,)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyfy_fuzz.observe import AliasObs, CallObs, ExcObs, TensorObs
+from pyfy_fuzz.observe import AliasObs, CallObs, ExcObs, ProbeObs, TensorObs
 
 from .by_design import excuse
 from .compare import diff_tensor
@@ -225,3 +225,25 @@ def raise_difference(ref: ExcObs | None, got: ExcObs | None) -> str | None:
 
 def raised_differently(ref: ExcObs | None, got: ExcObs | None) -> bool:
     return raise_difference(ref, got) is not None
+
+
+# Eager's refusal to write into a view made inside a custom autograd.Function (torch/csrc/
+# autograd/variable.cpp, handle_view_on_rebase, CreationMeta::IN_CUSTOM_FUNCTION).
+_CUSTOM_FUNCTION_VIEW = "This view was created inside a custom Function"
+
+
+def probe_write_differs(ref: ProbeObs, got: ProbeObs, ctx: PairContext) -> bool:
+    """Whether writing into an output in place was refused in one subject and not the other
+    (or with another error type) -- less by_design: custom-function-view-write, where eager
+    refuses a custom Function's view output and torch.compile allows the write."""
+    if not raised_differently(ref.raised, got.raised):
+        return False
+    if (
+        not ctx.strict
+        and got.raised is None
+        and ref.raised is not None
+        and ref.raised.type_name == "builtins.RuntimeError"
+        and _CUSTOM_FUNCTION_VIEW in ref.raised.message
+    ):
+        return not excuse(ctx.evidence, "custom-function-view-write")
+    return True

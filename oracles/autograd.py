@@ -5,7 +5,7 @@ in-place probe: the same outputs must be refused, with the same error type)."""
 from __future__ import annotations
 
 from ._base import finding, merge, per_call
-from ._calls import diff_autograd, raised_differently
+from ._calls import PairContext, diff_autograd, probe_write_differs
 from .evidence import Evidence
 from .finding import Finding
 
@@ -14,16 +14,17 @@ NAME = "autograd"
 
 def check(ev: Evidence) -> list[Finding]:
     out = per_call(ev, NAME, diff_autograd)
-    for subject, ref, got, _ in ev.pairs():
+    for subject, ref, got, exact in ev.pairs():
         rp, gp = ref.mutation_probe, got.mutation_probe
         if not (isinstance(rp, list) and isinstance(gp, list)):
             continue
+        ctx = PairContext(ev, subject, exact)
         diffs = [
             f"writing into output {r.index} in place: "
             f"{'refused (' + r.raised.short_type + ')' if r.raised else 'allowed'} vs "
             f"{'refused (' + g.raised.short_type + ')' if g.raised else 'allowed'}"
             for r, g in zip(rp, gp, strict=False)
-            if raised_differently(r.raised, g.raised)
+            if probe_write_differs(r, g, ctx)
         ]
         if diffs:
             out.append(finding(ev, NAME, subject, diffs))

@@ -3,9 +3,9 @@
 Each entry says what differs and why it is not a bug. An oracle that meets the difference case
 by case calls `excuse(evidence, entry_id)`, which records that it applied (counted per case, so
 a report can show how often each excuse was used); the structural entries (version-counter-
-amount, size-one-stride, dynamo-wrapped-exception, inductor-rng, donated-buffer-retain-graph)
-are kept by what is compared
-or configured and are listed here so that every excuse lives in one place. The list is short
+amount, size-one-stride, dynamo-wrapped-exception, inductor-rng, rng-dead-code,
+donated-buffer-retain-graph) are kept by what is compared or configured and are listed here so
+that every excuse lives in one place. The list is short
 on purpose: an entry must name one documented behaviour of torch.compile, and never covers
 pythonify, which must match torch.compile exactly.
 """
@@ -68,6 +68,44 @@ BY_DESIGN: tuple[ByDesign, ...] = (
         "random numbers under inductor differ from eager's",
         "inductor generates its own Philox-based RNG; the runner compiles with "
         "torch._inductor.config.fallback_random=True so values stay comparable.",
+    ),
+    ByDesign(
+        "rng-dead-code",
+        "outputs",
+        "a random op whose result is unused (rand_like, randn_like, bernoulli, dropout) is "
+        "dropped by torch.compile, so every later random draw differs from eager's",
+        "while tracing, dead-code elimination (torch.fx Graph.eliminate_dead_code) counts "
+        "random ops as side-effect free unless torch._inductor.config.fallback_random is set, "
+        "the flag by which torch.compile promises eager's random numbers (for any backend). "
+        "The runner sets it for every backend, not only inductor; measured on torch 2.13 with "
+        "aot_eager: with it the unused op stays and the draws equal eager's, so values are "
+        "still compared exactly.",
+    ),
+    ByDesign(
+        "dead-code-error",
+        "exceptions",
+        "eager raises in a statement whose result nothing uses (e.g. an out-of-bounds "
+        "as_strided, checked only on real storage) and torch.compile returns",
+        "torch.compile removes side-effect-free ops whose results are unused (Dynamo's and "
+        "AOTAutograd's dead-code elimination), and errors only running the op would raise go "
+        "with them; eager's semantics for dead code are not preserved. Decided on the "
+        "program, not by message: the runner runs eager on the spec without its dead pure "
+        "statements; where that run returns at every call that raised and torch.compile "
+        "returned there too, it is torch.compile's reference (outputs, gradients, everything "
+        "still compared). An error of a statement whose result is used is still reported.",
+    ),
+    ByDesign(
+        "custom-function-view-write",
+        "autograd",
+        "writing in place into an output that eager made as a view inside a custom "
+        "autograd.Function (or an input the Function returned as-is): eager refuses ('This "
+        "view was created inside a custom Function'), torch.compile allows it",
+        "eager forbids the write so that autograd's view+inplace handling cannot override the "
+        "Function's custom backward; the compiled region hands such an output out as an output "
+        "of its own CompiledFunction node (or a view regenerated outside the Function), whose "
+        "backward stays right after the write (measured on torch 2.13: the gradient after the "
+        "write equals eager's for the same computation done out of place). Only this refusal, "
+        "only eager refusing while torch.compile allows; never for pythonify.",
     ),
     ByDesign(
         "dynamo-wrapped-exception",

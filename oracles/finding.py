@@ -57,9 +57,11 @@ class Finding:
         return () if self.identified_by_exception else tuple(signature_paths(self.wrappers))
 
     def _coarse_fields(self) -> list[str]:
+        # An exception is one bug whichever oracle met it (a plan call or the variant call of
+        # the guards oracle): the oracle is left out of its identity.
         return [
             self.kind,
-            self.oracle,
+            "" if self.identified_by_exception else self.oracle,
             self.subject,
             self.exc_type or "",
             self.message,

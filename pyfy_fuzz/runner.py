@@ -4,9 +4,10 @@ every oracle.
     result = run_case(spec, backend="aot_eager")
     result.findings, result.status, result.wrapper_paths, result.timings
 
-Status: "ok" (compared; findings may be empty), "discarded" (eager did not reproduce itself),
-or "invalid" (the spec could not be rendered). `unsupported` says why the pythonify file was
-not produced, when it was not; torch.compile is still compared with eager then.
+Status: "ok" (compared; findings may be empty), "discarded" (eager did not reproduce itself, or
+misbehaved: see `_EagerQuirks`), or "invalid" (the spec could not be rendered). `unsupported`
+says why the pythonify file was not produced, when it was not; torch.compile is still compared
+with eager then.
 
 Errors in pyfy-fuzz itself propagate; only the subjects' exceptions become observations.
 """
@@ -18,19 +19,22 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch._dynamo
+from torch.overrides import TorchFunctionMode
 
 import oracles
 from generators import ProgramSpec, materialize
+from generators._spec import OutSpec
 from oracles import Evidence, Finding
+from oracles.by_design import excuse
 
 from .fp64 import fp64_fn, to_fp64
-from .observe import ExcObs, SubjectObs, Target, autograd_order, observe_subject
+from .observe import CallObs, ExcObs, SubjectObs, Target, autograd_order, observe_subject
 from .subjects import (
     BundledPythonify,
     PythonifyImpl,
@@ -113,18 +117,23 @@ def run_case(
     t = lap("materialize_s", t_start)
     torch._dynamo.reset()
     phase("eager")
-    eager = observe_subject(program, eager_target(program))
-    eager.extra["autograd_order"] = (
-        autograd_order(program, eager_target(program), 0) if plan.backward else None
-    )
+    eager = _observe_eager(program)
     # The second run checks that eager reproduces itself; its probes would repeat the first's.
-    again = observe_subject(program, eager_target(program), probes=False)
+    # It also watches eager for misbehaviour of its own (only where the program can show it).
+    quirks = _EagerQuirks() if any(s.op == "dropout" for s in spec.body) else None
+    again = observe_subject(program, _watched(eager_target(program), quirks), probes=False)
     t = lap("eager_s", t)
+    if quirks is not None and quirks.found is not None:
+        return CaseResult(
+            spec, "discarded", reason=f"eager misbehaves: {quirks.found}", timings=timings
+        )
     why = _nondeterminism(eager, again)
     if why is not None:
         return CaseResult(spec, "discarded", reason=f"nondeterministic: {why}", timings=timings)
 
-    with _inductor_config(backend), _functorch_config(plan):
+    reference = program  # what torch.compile is judged against (see _dead_code_errors)
+    dead_code = False
+    with _rng_config(), _functorch_config(plan):
         directory = (
             Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="pyfy-case-"))
         )
@@ -135,6 +144,12 @@ def run_case(
         phase("torch.compile")
         compiled = observe_subject(program, torch_compile_target(once))
         t = lap("compiled_run_s", t)
+        live = _dead_code_errors(spec, device, eager, compiled)
+        if live is not None:  # by_design: dead-code-error
+            phase("eager")
+            reference, eager = live
+            dead_code = True
+            t = lap("eager_s", t)
         phase("pythonify")
         pythonified: SubjectObs | None = None
         file_mod = None
@@ -151,7 +166,7 @@ def run_case(
         ref64 = None
         if backend != "aot_eager":
             phase("eager-fp64")
-            ref64 = observe_subject(program, _fp64_target(program), probes=False)
+            ref64 = observe_subject(reference, _fp64_target(reference), probes=False)
         t = lap("eager_s", t)
     if plan.frontend == "aot":
         compiled.variant = None  # aot_function has no guards; nothing to recompile
@@ -173,6 +188,8 @@ def run_case(
         file_seq_nr=getattr(file_mod, "SEQ_NR", None),
         file_grad_acc=getattr(file_mod, "GRADIENT_ACC_NODES", None),
     )
+    if dead_code:
+        excuse(ev, "dead-code-error")
     phase("oracles")
     findings = oracles.check_all(ev)
     lap("oracles_s", t)
@@ -224,10 +241,145 @@ def _functorch_config(plan: Any) -> Any:
     return contextlib.nullcontext()
 
 
-def _inductor_config(backend: str) -> Any:
-    if backend != "inductor":
-        return contextlib.nullcontext()
+def _rng_config() -> Any:
+    """torch.compile promises eager's random numbers only with fallback_random, for every
+    backend: inductor otherwise draws its own (by_design: inductor-rng), and while tracing,
+    dead-code elimination treats random ops as pure unless it is set, so an unused rand_like
+    vanishes and every later draw moves (by_design: rng-dead-code; measured on torch 2.13
+    under aot_eager: with the flag the op stays and the draws match eager's)."""
     import torch._inductor.config as iconfig
 
-    # by_design: inductor-rng. Random numbers must match eager's to compare values at all.
     return iconfig.patch(fallback_random=True)
+
+
+def _observe_eager(program: Any) -> SubjectObs:
+    obs = observe_subject(program, eager_target(program))
+    obs.extra["autograd_order"] = (
+        autograd_order(program, eager_target(program), 0) if program.plan.backward else None
+    )
+    return obs
+
+
+# ---------------------------------------------------------------- eager misbehaving
+
+
+class _EagerQuirks(TorchFunctionMode):
+    """Watches an eager run for an out-of-place op that hands back its input object itself.
+
+    torch 2.13: dropout (and its variants) of a tensor with no elements returns the input
+    as-is instead of a new tensor. Everything downstream then works on the argument itself:
+    the output *is* the input (a leaf), an in-place write to the "result" mutates the input
+    and trips eager's own backward (a saved tensor modified) or its leaf check. torch.compile
+    hands out another tensor (its graph's output), as an out-of-place op should; the difference
+    is eager's, not a compile bug, so such a case is discarded. Decided at run time, on what
+    eager did, so it holds however the spec came to have an empty tensor there (generated,
+    shrunk, a variant call, written by hand)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: str | None = None
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        name = getattr(func, "__name__", "")
+        inplace = name.endswith("_") or kwargs.get("inplace") or (len(args) > 3 and args[3])
+        if (
+            "dropout" in name
+            and not inplace
+            and args
+            and isinstance(out, torch.Tensor)
+            and out is args[0]
+            and self.found is None
+        ):
+            self.found = (
+                f"{name} of a tensor with {out.numel()} elements returned its input as-is "
+                "(not a new tensor)"
+            )
+        return out
+
+
+def _watched(target: Target, quirks: _EagerQuirks | None) -> Target:
+    if quirks is None:
+        return target
+    inner = target.call
+
+    def call(*args: Any) -> Any:
+        with quirks:
+            return inner(*args)
+
+    return replace(target, call=call)
+
+
+# ---------------------------------------------------------------- dead code
+
+
+# Statements torch.compile may drop when nothing uses their results: functional aten ops, which
+# Dynamo's and AOTAutograd's dead-code elimination remove. Random ops are kept (fallback_random,
+# see _rng_config); in-place and metadata mutations, effects, hooks, grad-mode changes, custom
+# Functions and BatchNorm (running stats) are never dead here.
+PURE_OPS = frozenset(
+    {
+        *("sin", "cos", "tanh", "sigmoid", "relu", "neg", "abs", "mul2", "add1"),
+        *("logical_not", "detach", "gram", "add", "sub", "mul", "maximum", "and", "or"),
+        *("sum", "to", "view"),
+    }
+)
+
+
+def _refs(out: OutSpec) -> set[str]:
+    if out.kind == "tuple":
+        return set().union(*(_refs(o) for o in out.items)) if out.items else set()
+    return {out.ref} if out.ref else set()
+
+
+def dead_statements(spec: ProgramSpec) -> list[int]:
+    """Indices of the body's statements whose results nothing uses: pure (PURE_OPS) and none
+    of the values they bind reaches an output or a statement that is not itself dead."""
+    live: set[str] = set().union(*(_refs(o) for o in spec.outputs)) if spec.outputs else set()
+    dead = []
+    for i in reversed(range(len(spec.body))):
+        stmt = spec.body[i]
+        if stmt.op in PURE_OPS and not live.intersection(stmt.outs):
+            dead.append(i)
+            continue
+        live.update(a for a in stmt.args if isinstance(a, str))
+    return sorted(dead)
+
+
+def _slots(obs: SubjectObs) -> list[CallObs | None]:
+    return [*obs.calls, obs.variant]
+
+
+def _dead_code_errors(
+    spec: ProgramSpec, device: str, eager: SubjectObs, compiled: SubjectObs
+) -> tuple[Any, SubjectObs] | None:
+    """by_design: dead-code-error. Where eager raised in a call and torch.compile returned,
+    was the error raised by a statement whose result is dead? Eager runs the program without
+    its dead statements: calls that then return raised in dead code. If torch.compile returned
+    at every such call (it eliminated the dead code), that run -- the same program as far as
+    anything observable goes -- is torch.compile's reference: (program, observation). A raising
+    statement whose result is used still raises there, and stays a finding."""
+    if compiled.setup_error is not None:
+        return None
+    pairs = list(zip(_slots(eager), _slots(compiled), strict=False))
+    if not any(_raised_in_call(e) and c is not None and c.raised is None for e, c in pairs):
+        return None
+    dead = set(dead_statements(spec))
+    if not dead:
+        return None
+    body = tuple(s for i, s in enumerate(spec.body) if i not in dead)
+    program = materialize(replace(spec, body=body), device=device)
+    live = _observe_eager(program)
+    dead_errors = 0
+    for (e, c), lv in zip(pairs, _slots(live), strict=False):
+        if not _raised_in_call(e) or _raised_in_call(lv):
+            continue
+        if c is not None and c.raised is not None:
+            return None  # torch.compile kept this dead code: eager is its reference as it is
+        dead_errors += 1
+    return (program, live) if dead_errors else None
+
+
+def _raised_in_call(call: CallObs | None) -> bool:
+    return call is not None and call.raised is not None and call.raised.phase == "call"

@@ -3,13 +3,23 @@ bugs in the pythonify implementation (the file) and one real torch bug."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
-from generators._spec import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt, ViewStep
+from generators._spec import (
+    CallPlan,
+    FunctionSpec,
+    InputSpec,
+    OutSpec,
+    ProgramSpec,
+    RootSpec,
+    Stmt,
+    ViewStep,
+)
 from pyfy_fuzz.observe import Target, observe_subject
 from pyfy_fuzz.pythonify import PythonifyUnsupported
 from pyfy_fuzz.runner import _nondeterminism, run_case
@@ -251,3 +261,185 @@ def test_torch_backward_bug_is_reproduced_by_the_file_not_blamed_on_it():
 def test_seq_nr_order_false_positives_of_the_20_minute_campaign(spec_json: str) -> None:
     r = run_case(ProgramSpec.from_json(spec_json))
     assert not [f for f in r.findings if f.oracle == "seq_nr"], [f.explanation for f in r.findings]
+
+
+# ------------------------------------------------ false alarms of the 10-minute campaign
+
+
+class _CompiledPlant(BundledPythonify):
+    """The bundled compile with the torch.compile callable wrapped: a planted torch bug."""
+
+    def __init__(self, wrap: Any) -> None:
+        super().__init__()
+        self.wrap = wrap
+
+    def produce(self, *a: Any, **kw: Any) -> Produced:
+        out = super().produce(*a, **kw)
+        out.compiled = self.wrap(out.compiled)
+        return out
+
+
+def _compile_findings(r: Any) -> list[Any]:
+    return [f for f in r.findings if f.subject == "torch.compile"]
+
+
+# An unused rand_like, then a randn_like that is returned.
+DEAD_RAND = spec(
+    [("rand_like", ("a0",), ("v0",)), ("randn_like", ("a0",), ("v1",))],
+    ["v1"],
+    grad="none",
+    plan=CallPlan(calls=1),
+)
+
+
+def test_unused_random_op_keeps_eagers_random_numbers():
+    """by_design: rng-dead-code. Without fallback_random the unused rand_like is dead-code-
+    eliminated under aot_eager and randn_like draws other numbers than eager's."""
+    r = run_case(DEAD_RAND)
+    assert r.status == "ok" and r.findings == [], [f.explanation for f in r.findings]
+
+
+def test_a_random_draw_torch_compile_adds_is_still_reported():
+    def extra_draw(fn: Any) -> Any:
+        def call(*args: Any) -> Any:
+            torch.rand(1)  # the stream moves: every later draw differs from eager's
+            return fn(*args)
+
+        return call
+
+    r = run_case(DEAD_RAND, impl=_CompiledPlant(extra_draw))
+    assert [(f.kind, f.oracle) for f in _compile_findings(r)] == [("compile-divergence", "outputs")]
+
+
+# An out-of-bounds as_strided of a0 (3 elements); dead unless returned.
+_OOB = ("view", ("a0", "as_strided", (10,), (1,), 0), ("v0",))
+
+
+@pytest.mark.parametrize(
+    "s",
+    [
+        spec([_OOB, ("sin", ("a0",), ("v1",))], ["v1"], grad="none", plan=CallPlan(calls=1)),
+        # in bounds for the view argument's storage, out of bounds once the aliasing variant
+        # passes a compact copy: only the variant call raises (the guards oracle's)
+        spec(
+            [("view", ("a0", "as_strided", (4,), (1,), 0), ("v0",)), ("sin", ("a0",), ("v1",))],
+            ["v1"],
+            grad="none",
+            shape=(4,),
+            views=(ViewStep("slice", (0, 1, 4, 1)),),
+            plan=CallPlan(calls=1, variant="aliasing"),
+        ),
+    ],
+    ids=["plan-call", "variant-call"],
+)
+def test_error_of_a_statement_whose_result_is_dead_is_by_design(s: ProgramSpec) -> None:
+    r = run_case(s, keep_evidence=True)
+    assert r.status == "ok" and r.findings == [], [f.explanation for f in r.findings]
+    assert "dead-code-error" in r.excused
+    assert r.evidence is not None and all(c.raised is None for c in r.evidence.eager.calls)
+
+
+def _swallow_errors(fn: Any) -> Any:
+    """A torch.compile that returns where it must raise."""
+
+    def call(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception:
+            return args[0].sin()
+
+    return call
+
+
+def test_error_of_a_live_statement_is_reported_though_dead_code_raises_first():
+    """The aliasing variant passes a compact copy: eager raises at the dead as_strided first;
+    without it, at the returned one. A torch.compile that returns anyway has a real bug."""
+    window = ("a0", "as_strided", (4,), (1,), 0)
+    s = spec(
+        [("view", window, ("v0",)), ("view", window, ("v1",))],
+        ["v1"],
+        grad="none",
+        shape=(4,),
+        views=(ViewStep("slice", (0, 1, 4, 1)),),
+        plan=CallPlan(calls=1, variant="aliasing"),
+    )
+    assert run_case(s).findings == []  # torch.compile raises there too
+    r = run_case(s, impl=_CompiledPlant(_swallow_errors))
+    found = [(f.kind, f.oracle) for f in _compile_findings(r)]
+    assert found == [("compile-divergence", "guards")], found
+    assert "dead-code-error" not in r.excused
+
+
+def test_dead_code_reference_only_where_the_raising_statement_is_dead():
+    """The decision itself, on observations (no compile): a subject that returns where eager
+    raised is judged against the live program only if the error came from dead code."""
+    from pyfy_fuzz.runner import _dead_code_errors
+
+    from .oracles.helpers import observe
+
+    dead = spec([_OOB, ("sin", ("a0",), ("v1",))], ["v1"], grad="none", plan=CallPlan(calls=1))
+    live = spec([_OOB, ("neg", ("v0",), ("v1",))], ["v1"], grad="none", plan=CallPlan(calls=1))
+    both = spec(
+        [_OOB, ("view", ("a0", "as_strided", (20,), (1,), 0), ("v1",))],
+        ["v1"],
+        grad="none",
+        plan=CallPlan(calls=1),
+    )
+    for s, expect in ((dead, True), (live, False), (both, False)):
+        _, eager = observe(s, None, "eager")
+        _, compiled = observe(s, _swallow_errors)
+        assert eager.calls[0].raised is not None and compiled.calls[0].raised is None
+        assert (_dead_code_errors(s, "cpu", eager, compiled) is not None) is expect, s.body
+        _, raising = observe(s)  # a torch.compile that kept the dead code: nothing to decide
+        assert _dead_code_errors(s, "cpu", eager, raising) is None
+
+
+def test_write_into_a_custom_function_view_output_is_by_design():
+    """by_design: custom-function-view-write (eager refuses, torch.compile allows)."""
+    s = replace(
+        spec([("mul2", ("a0",), ("v0",)), ("apply_fn", (0, "v0"), ("v1",))], ["v1"]),
+        functions=(FunctionSpec(body="view"),),
+    )
+    r = run_case(s)
+    assert r.status == "ok" and r.findings == [], [f.explanation for f in r.findings]
+    assert "custom-function-view-write" in r.excused
+
+
+EMPTY_DROPOUT = [
+    # eager's dropout returns the empty argument itself: the output *is* the input (a leaf)
+    spec([("dropout", ("a0",), ("v0",))], ["v0"], shape=(0,), plan=CallPlan(calls=1)),
+    # ... and the write into the "result" modifies the argument sin saved: eager's own
+    # backward raises
+    spec(
+        [
+            ("sin", ("a0",), ("v0",)),
+            ("dropout", ("a0",), ("v1",)),
+            ("mul_", ("v1", 2), ()),
+            ("add", ("v0", "v1"), ("v2",)),
+        ],
+        ["v2"],
+        grad="nonleaf",
+        shape=(0,),
+        plan=CallPlan(calls=1),
+    ),
+]
+
+
+@pytest.mark.parametrize("s", EMPTY_DROPOUT, ids=["returned", "backward-trips"])
+def test_eager_dropout_returning_its_empty_input_is_discarded(s: ProgramSpec) -> None:
+    r = run_case(s)
+    assert r.status == "discarded" and r.findings == [], [f.explanation for f in r.findings]
+    assert "eager misbehaves: dropout" in (r.reason or "")
+
+
+def test_dropout_of_a_nonempty_tensor_is_still_compared():
+    s = replace(EMPTY_DROPOUT[1], roots=(RootSpec((3,), grad="nonleaf"),))
+    s = replace(s, body=s.body[:2] + s.body[3:])  # no write: eager's backward runs
+    assert run_case(s).findings == []
+
+    def doubled(fn: Any) -> Any:
+        return lambda *args: fn(*args) * 2
+
+    r = run_case(s, impl=_CompiledPlant(doubled))
+    assert r.status == "ok"
+    assert ("compile-divergence", "outputs") in [(f.kind, f.oracle) for f in _compile_findings(r)]

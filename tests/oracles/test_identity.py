@@ -40,6 +40,9 @@ def test_crash_identity_is_type_message_and_frame_not_paths():
     d = _crash(("runtime/x",), "shape '[2, 3]' is invalid", "torch/_refs/__init__.py:view")
     assert len({a.signature, d.signature}) == 2
     assert a.signature.startswith("crash.exceptions.") and "/" not in a.signature
+    # One exception met by another oracle (the guards oracle's variant call) is the same bug.
+    g = Finding(**{**a.__dict__, "oracle": "guards"})
+    assert g.coarse == a.coarse
     with pytest.raises(ValueError, match="unknown finding kind"):
         Finding("oops", "outputs", "torch.compile", (), "")
 
