@@ -1,0 +1,131 @@
+"""False alarms of the first 10-minute campaign, each excused or discarded at its own depth --
+and the real bugs next to them still reported. The end-to-end cases are in tests/test_runner.py;
+here the oracle, the dead-statement analysis and the eager watch, without compiling."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+import oracles
+from generators._spec import FunctionSpec, OutSpec
+from pyfy_fuzz.runner import _EagerQuirks, dead_statements
+
+from .helpers import evidence, mapped, spec
+
+# ---------------------------------------------------------------- custom-function-view-write
+
+# v1 = Fn0.apply(a0 * 2), Fn0's forward returns x.view_as(x): eager refuses writes into v1.
+CUSTOM_VIEW = replace(
+    spec([("mul2", ("a0",), ("v0",)), ("apply_fn", (0, "v0"), ("v1",))], ["v1"]),
+    functions=(FunctionSpec(body="view"),),
+)
+
+
+def _write_findings(found: list[oracles.Finding]) -> list[oracles.Finding]:
+    return [f for f in found if f.oracle == "autograd" and "writing into output" in f.explanation]
+
+
+def test_write_into_custom_function_view_allowed_by_torch_compile_is_by_design():
+    # a non-view output of the compiled region, as AOTAutograd hands it out
+    ev = evidence(CUSTOM_VIEW, compiled_wrap=mapped(lambda o: o.clone()))
+    assert ev.eager.mutation_probe[0].raised is not None  # type: ignore[index]
+    assert _write_findings(oracles.check_all(ev)) == []
+    assert "custom-function-view-write" in ev.excused
+
+
+def test_write_into_custom_function_view_is_strict_for_pythonify():
+    ev = evidence(
+        CUSTOM_VIEW, compiled_wrap=lambda fn: fn, pythonified_wrap=mapped(lambda o: o.clone())
+    )
+    (f,) = _write_findings(oracles.check_all(ev))
+    assert (f.kind, f.subject) == ("pythonify-divergence", "pythonify")
+
+
+def test_other_refusals_of_a_write_are_still_reported():
+    # eager refuses a write into a view of a leaf requiring grad: not a custom Function's view
+    leaf_view = spec([("view", ("a0", "slice", 0, 0, 2, 1), ("v0",))], ["v0"])
+    ev = evidence(leaf_view, compiled_wrap=mapped(lambda o: o.clone()))
+    (f,) = _write_findings(oracles.check_all(ev))
+    assert (f.kind, f.subject) == ("compile-divergence", "torch.compile")
+    assert "refused (RuntimeError) vs allowed" in f.explanation
+    assert "custom-function-view-write" not in ev.excused
+
+    # torch.compile refusing a write eager allows (an output turned into a leaf view)
+    plain = spec([("mul2", ("a0",), ("v0",))], ["v0"])
+    ev = evidence(plain, compiled_wrap=mapped(lambda o: o.detach().requires_grad_()[:]))
+    (f,) = _write_findings(oracles.check_all(ev))
+    assert "allowed vs refused (RuntimeError)" in f.explanation
+
+
+# ---------------------------------------------------------------- dead-code-error
+
+
+def _ref(name: str) -> OutSpec:
+    return OutSpec("ref", name)
+
+
+@pytest.mark.parametrize(
+    ("body", "outputs", "dead"),
+    [
+        # unused pure statements, transitively; the output and what it needs are live
+        (
+            [("sin", ("a0",), ("v0",)), ("neg", ("v0",), ("v1",)), ("cos", ("a0",), ("v2",))],
+            [_ref("v2")],
+            [0, 1],
+        ),
+        # an in-place write keeps its target (and the view chain to it) live
+        (
+            [
+                ("view", ("a0", "slice", 0, 0, 2, 1), ("v0",)),
+                ("add_", ("v0", 1), ()),
+                ("sin", ("a0",), ("v1",)),
+            ],
+            [_ref("v1")],
+            [],
+        ),
+        # random ops, hooks and custom Functions are never dead (fallback_random keeps them)
+        ([("rand_like", ("a0",), ("v0",)), ("sin", ("a0",), ("v1",))], [_ref("v1")], []),
+        (
+            [
+                ("sin", ("a0",), ("v0",)),
+                ("register_hook", ("v0",), ()),
+                ("cos", ("a0",), ("v1",)),
+            ],
+            [_ref("v1")],
+            [],
+        ),
+        ([("apply_fn", (0, "a0"), ("v0",)), ("sin", ("a0",), ("v1",))], [_ref("v1")], []),
+        # a value returned inside a tuple, or only through its size, is used
+        (
+            [("sin", ("a0",), ("v0",)), ("cos", ("a0",), ("v1",)), ("neg", ("a0",), ("v2",))],
+            [OutSpec("size", "v0"), OutSpec("tuple", items=(_ref("v1"),))],
+            [2],
+        ),
+    ],
+    ids=["transitive", "inplace", "rng", "hook", "function", "size-and-tuple"],
+)
+def test_dead_statements(body: list, outputs: list, dead: list) -> None:  # type: ignore[type-arg]
+    s = replace(spec(body, [], grad="none"), outputs=tuple(outputs))
+    assert dead_statements(s) == dead
+
+
+# ---------------------------------------------------------------- eager misbehaving
+
+
+def test_eager_quirks_see_dropout_returning_its_empty_input():
+    f = torch.nn.functional
+    empty, full = torch.randn(0, 3), torch.randn(3)
+    for call, expect in (
+        (lambda: f.dropout(empty, 0.5, training=True), True),
+        (lambda: torch.dropout(empty, 0.5, True), True),
+        (lambda: f.dropout(full, 0.5, training=True), False),
+        (lambda: f.dropout(empty, 0.5, training=True, inplace=True), False),  # documented
+        (lambda: empty.sin(), False),
+    ):
+        quirks = _EagerQuirks()
+        with quirks:
+            call()
+        assert (quirks.found is not None) is expect, quirks.found
