@@ -84,9 +84,7 @@ def check(ev: Evidence) -> list[Finding]:
         probe = _probe_calls(ref, got, refname)
         if probe is not None:
             crash, text, exc = probe
-            out.append(
-                finding(ev, NAME, subject, [text], kind="crash" if crash else None, exc=exc)
-            )
+            out.append(finding(ev, NAME, subject, [text], kind="crash" if crash else None, exc=exc))
     return out
 
 
@@ -98,9 +96,7 @@ def _probe_call(obs: SubjectObs) -> list[ExcObs | None]:
     ]
 
 
-def _probe_calls(
-    ref: SubjectObs, got: SubjectObs, refname: str
-) -> tuple[bool, str, ExcObs] | None:
+def _probe_calls(ref: SubjectObs, got: SubjectObs, refname: str) -> tuple[bool, str, ExcObs] | None:
     """The probes call the subject again -- beyond the plan's calls, where CUDA-graph replays
     happen -- so their calls raising is compared like any call's: (crash?, text, exception)."""
     if ref.mutation_probe is None or got.mutation_probe is None:

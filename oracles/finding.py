@@ -9,6 +9,8 @@ from typing import Any
 
 from pyfy_fuzz.pythonify.paths import signature_paths
 
+from .identity import identity_type
+
 KINDS = ("compile-divergence", "pythonify-divergence", "crash", "guard-unsound")
 # What only a campaign can see: a case that killed its worker, outlived its time limit, or made
 # pyfy-fuzz itself raise. Oracles never produce these.
@@ -63,7 +65,7 @@ class Finding:
             self.kind,
             "" if self.identified_by_exception else self.oracle,
             self.subject,
-            self.exc_type or "",
+            identity_type(self.exc_type or ""),
             self.message,
             self.frame,
             "" if self.identified_by_exception else self.aspect,

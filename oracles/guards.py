@@ -107,11 +107,7 @@ def check(ev: Evidence) -> list[Finding]:
             f"variant call ({e.variant}): raised {p.raised.short_type}: {p.raised.message}; "
             f"expected {GUARD_ERROR}"
         ]
-        out.append(
-            finding(
-                ev, NAME, "pythonify", diffs, kind="guard-unsound", exc=p.raised
-            )
-        )
+        out.append(finding(ev, NAME, "pythonify", diffs, kind="guard-unsound", exc=p.raised))
         return out
     if e.raised is not None:
         diffs = [f"variant call ({e.variant}): returned; eager raised {e.raised.short_type}"]

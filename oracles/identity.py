@@ -36,6 +36,7 @@ __all__ = [
     "KnownBugs",
     "aspect_of",
     "difference_of",
+    "identity_type",
     "normalise_message",
     "severity_of",
     "title_of",
@@ -52,6 +53,14 @@ _PATH = re.compile(r"(/[\w.\-]+){2,}")
 _PROGRAM_NAMES = {"a": "<arg>", "p": "<param>", "b": "<buffer>", "v": "<value>"}
 _PROGRAM_NAME = re.compile(r"\b([apbv])\d+\b")
 _FX_NAME = re.compile(r"\b(?:[a-z]+(?:_[a-z]+)*_\d+(?:_\d+)?|arg\d+_\d+)\b")
+# sympy symbols of dynamic shapes (s0, u3, ...): names, like the program's.
+_SYMBOL = re.compile(r"\b[suqzc]\d+\b")
+# "<Type>: " in front of a compiler failure's message (BackendCompilerFailed says what raised).
+_TYPE_PREFIX = re.compile(r"^\w+(Error|Exception|Failure): ")
+# A message's headline ends at its first ": " after this many characters; what follows names
+# this program's tensors and nodes ("...modified by an inplace operation: [torch.FloatTensor
+# [2]], which is output 0 of CopyBackwards, is at version 3").
+_HEADLINE_MIN = 20
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(\.\d+)?(e-?\d+)?(?![\w])")
 _NUM_LIST = re.compile(r"[\[(]\s*(?:N\s*,\s*)*N?\s*,?\s*[\])]")
 _FLOAT_LIST = re.compile(r"\[(?:[^\[\]]*)\]")
@@ -68,8 +77,13 @@ def normalise_message(message: str) -> str:
     text = message.strip().splitlines()[0] if message.strip() else ""
     m = _WRAPPED.search(text)
     if m is not None:
-        text = f"{m.group(1)}: {m.group(3).rstrip(')').rstrip(m.group(2))}"
+        text = m.group(3).rstrip(")").rstrip(m.group(2))
+    text = _TYPE_PREFIX.sub("", text)
+    cut = text.find(": ", _HEADLINE_MIN)
+    if cut > 0:
+        text = text[:cut]
     text = _HEX.sub("0x?", text)
+    text = _SYMBOL.sub("sN", text)
     text = _PATH.sub("<path>", text)
     text = _PROGRAM_NAME.sub(lambda k: _PROGRAM_NAMES[k.group(1)], text)
     text = _FX_NAME.sub(_fx_name, text)
@@ -81,6 +95,14 @@ def normalise_message(message: str) -> str:
 def _fx_name(m: re.Match[str]) -> str:
     """primals_1 -> primals_N, arg0_1 -> argN_N (dtypes such as float64 do not match)."""
     return re.sub(r"\d+", "N", m.group(0))
+
+
+def identity_type(exc_type: str) -> str:
+    """The exception type a crash is identified by: a compiler failure by what the compiler
+    raised (`BackendCompilerFailed(AssertionError)` -> `AssertionError`), so one assertion met
+    through Dynamo and through the AOT front-end is one bug."""
+    m = re.fullmatch(r"BackendCompilerFailed\((\w+)\)", exc_type)
+    return m.group(1) if m else exc_type
 
 
 def aspect_of(difference: str) -> str:

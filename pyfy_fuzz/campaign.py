@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import socket
 import threading
@@ -63,7 +64,7 @@ class CampaignConfig:
     shard: tuple[int, int] = (1, 1)
     impl: str = "bundled"
     case_timeout: float = 60.0
-    shrink_seconds: float | None = None  # default: 2.5% of the budget, within [8, 20] s
+    shrink_seconds: float | None = None  # default: 2% of the budget, within [8, 20] s
     recycle_cases: int = 300
     grace_s: float = 15.0
     json_path: Path | None = None
@@ -80,14 +81,18 @@ class CampaignConfig:
         if self.shrink_seconds is not None:
             return self.shrink_seconds
         # Shrinking is time not spent exploring: a bug's minimal program is usually reached in
-        # seconds (the reducer stops at its fixpoint), so 2.5% of the budget, 8..20 s.
-        return min(20.0, max(8.0, 0.025 * self.budget_s))
+        # seconds (the reducer stops at its fixpoint), so 2% of the budget, 8..20 s.
+        return min(20.0, max(8.0, 0.02 * self.budget_s))
 
 
 # Shrinks of one coarse key per campaign before all of its findings count as known: a bug whose
 # minimal program needs no particular wrapper path is shrunk once; one that shows in two
 # unrelated contexts gets a second entry; past that, shrinking it again is time not exploring.
 MAX_SHRINKS_PER_COARSE = 2
+# Each saved repro.py is run once on its own (a compile: seconds); what is still unchecked at
+# the end of the budget gets REPRO_WAIT_S more, then the entry stays without a "repro" record.
+REPRO_TIMEOUT_S = 120.0
+REPRO_WAIT_S = 60.0
 
 
 @dataclass
@@ -179,6 +184,9 @@ class Campaign:
         self.logdir.mkdir(parents=True, exist_ok=True)
         self.avoid: list[str] = []
         self.reductions: list[threading.Thread] = []
+        self._repro_checks: queue.Queue[tuple[str, str, Path] | None] = queue.Queue()
+        self._repro_checker = threading.Thread(target=self._check_repros, daemon=True)
+        self._repro_checker.start()
         self._lock = threading.Lock()
         self._saves: list[tuple[str, str, dict[str, Any]]] = []  # (sig, spec, shrink info)
         self._replayed_database = False
@@ -245,6 +253,8 @@ class Campaign:
             self._save_reduced()
             self._finish_interrupted()
             self._flush_counts()
+            self._repro_checks.put(None)
+            self._repro_checker.join(timeout=REPRO_WAIT_S)
             progress.stop()
         summary = self.summary()
         if self.coverage_dir is not None:
@@ -605,7 +615,22 @@ class Campaign:
             self.stats.notes.append(
                 f"corpus: {path.name} does not load as an entry; left as it is, not replaced"
             )
+        elif how in ("new", "replaced"):
+            self._repro_checks.put((case["signature"], case["kind"], path))
         new.state, new.path, new.count = "saved", path, 0
+
+    def _check_repros(self) -> None:
+        """A thread: run each saved entry's repro.py where pyfy-fuzz cannot be imported and
+        record in case.json whether it reproduces on its own (exit 1 while the bug is present)
+        -- a repro nobody ran is not a repro. One at a time, beside the workers."""
+        from .repro import check_repro, repro_record
+
+        while (item := self._repro_checks.get()) is not None:
+            sig, kind, path = item
+            if kind == "hang":
+                continue  # it would run until the timeout: the worker's death is its check
+            code, tail = check_repro(path, timeout=REPRO_TIMEOUT_S)
+            self.corpus.annotate(sig, {"repro": repro_record(path, code, tail)})
 
     def _flush_counts(self) -> None:
         for sig, n in self.stats.known_seen.items():

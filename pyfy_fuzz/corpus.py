@@ -238,7 +238,7 @@ class Corpus:
             if existing is not None:
                 case["count"] = int(existing.case.get("count", 1)) + int(case.get("count", 1))
                 case["first_seen"] = existing.case.get("first_seen", case.get("first_seen"))
-                for k in ("expected", "bug_in", "triage"):  # a person's judgement survives
+                for k in ("expected", "bug_in", "triage", "root_cause"):  # a person's judgement
                     if k in existing.case:
                         case[k] = existing.case[k]
             for name, text in files.items():
@@ -284,6 +284,20 @@ class Corpus:
             fresh = self._load(entry.path) if entry.path.is_dir() else None
             if isinstance(fresh, Entry):
                 self._bump_locked(fresh, count)
+
+    def annotate(self, sig: str, fields: dict[str, Any]) -> None:
+        """Set `fields` in an entry's case.json (atomically, under its lock); an entry that is
+        gone or no longer loads is left alone."""
+        entry = self.entries.get(sig)
+        if entry is None:
+            return
+        with _Lock(self.root / f".lock-{sig}"):
+            fresh = self._load(entry.path) if entry.path.is_dir() else None
+            if isinstance(fresh, Entry):
+                fresh.case.update(fields)
+                text = json.dumps(fresh.case, indent=1, sort_keys=True) + "\n"
+                atomic_write(fresh.path / CASE, text)
+                self.entries[sig] = Entry(fresh.path, fresh.case)
 
     def _bump_locked(self, entry: Entry, count: int) -> None:
         case = entry.case

@@ -88,7 +88,7 @@ _TORCH_DIR = os.path.dirname(os.path.dirname(torch.__file__)) + os.sep
 
 
 def torch_frame(exc: BaseException) -> str:
-    """"torch/<path>:<function>" of the innermost traceback frame in torch's package (walked
+    """ "torch/<path>:<function>" of the innermost traceback frame in torch's package (walked
     by hand: no source lines are read, so it is cheap on every raised exception)."""
     found = ""
     tb = exc.__traceback__
