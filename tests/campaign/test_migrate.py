@@ -1,0 +1,125 @@
+"""`pyfy-fuzz migrate`: format-1 entries re-run and re-keyed as bug identities, nothing lost."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pyfy_fuzz.cli import main
+from pyfy_fuzz.corpus import CASE, Corpus
+from pyfy_fuzz.migrate import _finding_from_case, _merge, old_entries
+
+ROOT = Path(__file__).resolve().parents[2]
+# A format-1 entry as the first round saved it (a torch crash, still present in torch 2.13).
+OLD = {
+    "format": 1,
+    "signature": "crash.exceptions.103b1252b52d",
+    "kind": "crash",
+    "oracle": "exceptions",
+    "subject": "torch.compile",
+    "wrappers": [],
+    "exc_type": "RuntimeError",
+    "explanation": "torch.compile differs from eager:\n  - call 0: raised RuntimeError in call: "
+    "expand: the requested shape has too few dimensions!; eager did not",
+    "bug_in": "torch",
+    "expected": "fail",
+    "triage": "T4/R: unsqueeze_ then an in-place write under inference_mode",
+    "backend": "aot_eager",
+    "device": "cpu",
+    "count": 3,
+    "size": [1, 2, 1, 1],
+    "spec": {
+        "body": [
+            {"args": ["a0", 0], "ctx": None, "op": "unsqueeze_", "outs": []},
+            {"args": ["a0"], "ctx": "inference_mode", "op": "zero_", "outs": []},
+        ],
+        "family": "input_mutation",
+        "functions": [],
+        "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}],
+        "module": None,
+        "outputs": [{"items": [], "kind": "ref", "ref": "a0", "value": 0}],
+        "plan": {
+            "backward": False,
+            "calls": 1,
+            "dynamic": False,
+            "frontend": "aot",
+            "mode": None,
+            "saved_tensor_hooks": False,
+            "second_backward": None,
+            "tangents": "ones",
+            "variant": None,
+        },
+        "roots": [
+            {
+                "dtype": "float32",
+                "grad": "none",
+                "layout": "contiguous",
+                "shape": [],
+                "subclass": None,
+            }
+        ],
+        "version": 1,
+    },
+}
+
+
+def _old_entry(root: Path, case: dict) -> Path:
+    d = root / case["signature"]
+    d.mkdir(parents=True)
+    (d / CASE).write_text(json.dumps(case))
+    (d / "repro.py").write_text("# old\n")
+    return d
+
+
+def test_old_entries_are_reported_not_matched(tmp_path: Path) -> None:
+    _old_entry(tmp_path / "c", OLD)
+    corpus = Corpus.open(tmp_path / "c")
+    assert not corpus.entries and [p.old for p in corpus.problems] == [True]
+    assert "pyfy-fuzz migrate" in corpus.problems[0].message
+    assert [e.path.name for e in old_entries(tmp_path / "c")] == [OLD["signature"]]
+
+
+def test_identity_from_stored_fields_when_it_no_longer_reproduces() -> None:
+    f = _finding_from_case(OLD)
+    assert f.message == "expand: the requested shape has too few dimensions!"
+    assert f.exc_type == "RuntimeError" and f.frame == ""
+
+
+def test_old_entries_of_one_bug_merge_keeping_every_triage_note() -> None:
+    a = {**OLD, "migrated_from": ["x"], "count": 2, "size": [1, 2, 1, 1], "triage": "first"}
+    b = {**OLD, "migrated_from": ["y"], "count": 5, "size": [1, 1, 1, 1], "triage": "second"}
+    merged = _merge([a, b])
+    assert merged["count"] == 7 and merged["migrated_from"] == ["y", "x"]
+    assert merged["triage"] == "y: second | x: first"
+
+
+@pytest.mark.slow
+def test_migrate_reruns_rekeys_and_moves_the_old_entry_aside(tmp_path: Path, capsys) -> None:
+    root = tmp_path / "c"
+    old = _old_entry(root, OLD)
+    assert main(["migrate", str(root), "--workers", "1"]) == 0
+    corpus = Corpus.open(root)
+    assert not corpus.problems and len(corpus.entries) == 1
+    (entry,) = corpus.entries.values()
+    case = entry.case
+    assert case["format"] == 2 and case["migrated_from"] == [OLD["signature"]]
+    assert case["migrated_by"] == "re-run"  # the torch bug still reproduces
+    assert case["identity"]["message"] == "expand: the requested shape has too few dimensions!"
+    assert case["identity"]["frame"].startswith("torch/")
+    assert case["triage"] == OLD["triage"] and case["count"] == OLD["count"]
+    assert case["severity"] == 2 and case["title"]
+    assert not old.exists() and (root / ".migrated" / OLD["signature"] / CASE).is_file()
+    assert (entry.path / "trace").is_dir()  # the re-run's structured trace is kept
+    # Nothing left to do the second time.
+    assert main(["migrate", str(root)]) == 0
+    assert "no old-format entries" in capsys.readouterr().out
+
+
+def test_migrate_errors_are_one_line(tmp_path: Path, capsys) -> None:
+    assert main(["migrate", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a directory" in err
+    shutil.rmtree(tmp_path, ignore_errors=True)

@@ -1,0 +1,95 @@
+"""The campaign's books under bug identity: one bug shrunk once, its later sightings counted
+for it, a smaller shrunk program folding a bigger one of this run, at most two shrinks per
+coarse key (Note [Bug identity] in oracles/identity.py). No workers: events are fed directly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from generators import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
+from oracles import Finding
+from oracles.identity import PENDING
+from pyfy_fuzz.campaign import MAX_SHRINKS_PER_COARSE, Campaign, CampaignConfig
+
+SPEC = ProgramSpec(
+    family="input_mutation",
+    roots=(RootSpec((2,)),),
+    inputs=(InputSpec("root", 0),),
+    body=(Stmt("sin", ("a0",), ("v0",)),),
+    outputs=(OutSpec("ref", "v0"),),
+    plan=CallPlan(calls=1, backward=False),
+).to_json()
+
+
+def _f(*paths: str) -> dict[str, Any]:
+    return Finding(
+        "compile-divergence", "outputs", "torch.compile", paths, "x\n  - call 0: output 0: values",
+        aspect="output N: values differ",
+    ).to_dict()  # fmt: skip
+
+
+@pytest.fixture
+def campaign(tmp_path: Path) -> Any:
+    c = Campaign(CampaignConfig(budget_s=60, corpus=tmp_path / "corpus", progress="quiet"))
+    c._repro_checks.put(None)  # no standalone repro runs in a bookkeeping test
+    c.sent: list[tuple[str, Any, Any]] = []  # type: ignore[misc]
+    c.pool.broadcast = lambda tag, items, exclude=None, only=None: c.sent.append(  # type: ignore[method-assign]
+        (tag, items, only)
+    )
+    return c
+
+
+def _shrunk(c: Campaign, slot: int, f: dict[str, Any]) -> None:
+    c._on_shrunk(slot, {"finding": f, "spec": SPEC, "staging": None, "confirmed": True})
+
+
+def test_one_bug_is_shrunk_once_and_its_sightings_count_for_it(campaign: Any) -> None:
+    big = _f("runtime/a", "runtime/b")
+    campaign._on_found(0, {"finding": big, "spec": SPEC})
+    assert list(campaign.stats.pending) == [big["coarse"]]
+    # Another worker meets the same coarse key while slot 0 shrinks it: known (PENDING).
+    campaign._on_found(1, {"finding": _f("runtime/c"), "spec": SPEC})
+    assert campaign.sent[-1][2] == 1 and campaign.sent[-1][1][0]["signature"] == PENDING
+    small = _f("runtime/a")
+    _shrunk(campaign, 0, small)
+    assert list(campaign.stats.new) == [small["signature"]] and not campaign.stats.pending
+    assert (campaign.corpus.root / small["signature"] / "case.json").is_file()
+    # A bigger program with the shrunk one's paths is a sighting of it, not a new bug.
+    campaign._on_done({"status": "ok", "findings": [big], "family": "x"})
+    assert campaign.stats.new[small["signature"]].count == 1
+    # Without runtime/a it is not covered: shrunk again, saved as a second entry.
+    other = _f("runtime/c", "runtime/d")
+    campaign._on_done({"status": "ok", "findings": [other], "family": "x"})
+    assert campaign.known.match(other) is None
+    campaign._on_found(1, {"finding": other, "spec": SPEC})
+    _shrunk(campaign, 1, _f("runtime/c"))
+    assert len(campaign.stats.new) == 2 == MAX_SHRINKS_PER_COARSE
+    # Shrunk twice: from now on the coarse key is known, whatever the paths.
+    third = _f("runtime/z")
+    hit = campaign.known.match(third)
+    assert hit is not None and hit.signature in campaign.stats.new
+
+
+def test_a_smaller_shrink_folds_this_runs_bigger_entry(campaign: Any) -> None:
+    first = _f("runtime/a", "runtime/b")
+    campaign._on_found(0, {"finding": first, "spec": SPEC})
+    _shrunk(campaign, 0, first)  # a shrink cut short: both paths kept
+    path = campaign.stats.new[first["signature"]].path
+    second = _f("runtime/b")  # the same bug without runtime/a
+    campaign._on_found(1, {"finding": second, "spec": SPEC})
+    _shrunk(campaign, 1, second)
+    assert list(campaign.stats.new) == [second["signature"]] and campaign.stats.superseded == 1
+    assert not path.exists()
+    assert (campaign.corpus.root / ".superseded" / path.name / "SUPERSEDED").is_file()
+
+
+def test_a_shrink_that_ends_in_a_known_bug_is_merged(campaign: Any) -> None:
+    known = _f("runtime/a")
+    campaign._on_found(0, {"finding": known, "spec": SPEC})
+    _shrunk(campaign, 0, known)
+    campaign._on_found(1, {"finding": _f("runtime/x"), "spec": SPEC})
+    _shrunk(campaign, 1, _f("runtime/a", "runtime/x"))  # the shrunk program still needs a
+    assert list(campaign.stats.new) == [known["signature"]] and campaign.stats.merged == 1
