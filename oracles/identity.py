@@ -61,6 +61,8 @@ _TYPE_PREFIX = re.compile(r"^\w+(Error|Exception|Failure): ")
 # this program's tensors and nodes ("...modified by an inplace operation: [torch.FloatTensor
 # [2]], which is output 0 of CopyBackwards, is at version 3").
 _HEADLINE_MIN = 20
+# A symbolic size expression once its symbols and numbers are normalised (sN**N*sN + N).
+_SYM_EXPR = re.compile(r"\bsN(?:\s*(?:\*\*|//|[*+/-])\s*(?:sN|N)\b)+")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(\.\d+)?(e-?\d+)?(?![\w])")
 _NUM_LIST = re.compile(r"[\[(]\s*(?:N\s*,\s*)*N?\s*,?\s*[\])]")
 _FLOAT_LIST = re.compile(r"\[(?:[^\[\]]*)\]")
@@ -89,6 +91,7 @@ def normalise_message(message: str) -> str:
     text = _FX_NAME.sub(_fx_name, text)
     text = _NUMBER.sub("N", text)
     text = _NUM_LIST.sub("[...]", text)
+    text = _SYM_EXPR.sub("<expr>", text)
     return _SPACES.sub(" ", text).strip()[:200]
 
 
