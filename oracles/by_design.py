@@ -122,6 +122,17 @@ BY_DESIGN: tuple[ByDesign, ...] = (
         "checks ignore them.",
     ),
     ByDesign(
+        "grad-accumulation-order",
+        "grads",
+        "under aot_eager, a gradient differs from eager's in the last bits (a tensor used twice "
+        "gets its gradient contributions summed in another order)",
+        "eager's autograd engine accumulates a leaf's gradient contributions as its nodes "
+        "finish; the compiled backward sums them inside one graph, in the partitioner's order. "
+        "Floating-point addition is not associative, so gradients are compared with the "
+        "dtype's tolerance (torch.testing's), not bitwise; outputs and mutations stay exact, "
+        "and pythonify stays bitwise equal to torch.compile (the same graphs).",
+    ),
+    ByDesign(
         "grad-fn-type",
         "autograd",
         "outputs' grad_fn has another type (CompiledFunctionBackward vs MulBackward0)",
