@@ -133,6 +133,16 @@ BY_DESIGN: tuple[ByDesign, ...] = (
         "and pythonify stays bitwise equal to torch.compile (the same graphs).",
     ),
     ByDesign(
+        "compile-refuses-as-strided-view-mutation",
+        "exceptions",
+        "torch.compile raises where eager runs: a mutation on a view chain that contains an "
+        "as_strided() view",
+        "functionalization cannot replay a mutation through as_strided (non-compositional), "
+        "so torch bans the pattern in compile with a message saying so and how to work "
+        "around it (torch/_subclasses/functional_tensor.py): a documented limitation, not a "
+        "wrong result. The pythonified file is still compared with torch.compile.",
+    ),
+    ByDesign(
         "grad-fn-type",
         "autograd",
         "outputs' grad_fn has another type (CompiledFunctionBackward vs MulBackward0)",

@@ -129,3 +129,26 @@ def test_eager_quirks_see_dropout_returning_its_empty_input():
         with quirks:
             call()
         assert (quirks.found is not None) is expect, quirks.found
+
+
+def test_compile_refusing_an_as_strided_view_chain_mutation_is_by_design():
+    """torch bans a mutation through an as_strided view in compile, saying so: no finding (the
+    10-minute campaign's crash.exceptions.02b6ad7bf0af)."""
+    from generators._spec import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
+    from pyfy_fuzz.runner import run_case
+
+    spec = ProgramSpec(
+        family="input_mutation",
+        roots=(RootSpec(()),),
+        inputs=(InputSpec("root", 0),),
+        body=(
+            Stmt("view", ("a0", "unsqueeze", 0), ("v0",)),
+            Stmt("view", ("v0", "as_strided", (1,), (1,), 0), ("v1",)),
+            Stmt("zero_", ("v1",)),
+        ),
+        outputs=(OutSpec("ref", "v0"),),
+        plan=CallPlan(calls=1, backward=False),
+    )
+    r = run_case(spec, backend="aot_eager")
+    assert not [f for f in r.findings if f.subject == "torch.compile"], r.findings
+    assert "compile-refuses-as-strided-view-mutation" in r.excused
