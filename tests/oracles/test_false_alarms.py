@@ -4,6 +4,7 @@ here the oracle, the dead-statement analysis and the eager watch, without compil
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -152,3 +153,17 @@ def test_compile_refusing_an_as_strided_view_chain_mutation_is_by_design():
     r = run_case(spec, backend="aot_eager")
     assert not [f for f in r.findings if f.subject == "torch.compile"], r.findings
     assert "compile-refuses-as-strided-view-mutation" in r.excused
+
+
+def test_seq_nr_order_is_judged_only_where_groups_and_eager_nodes_correspond():
+    """`index_put_` on a non-leaf, then `a0 + a0`: a group of recomputed forward ops shifted a
+    positional comparison (the 10-minute campaign's seq_nr.6490641d1872): no seq_nr finding."""
+    from generators import spec_from_dict
+    from pyfy_fuzz.runner import run_case
+
+    spec = spec_from_dict(json.loads(SEQ_NR_ORDER_SPEC))
+    r = run_case(spec, backend="aot_eager")
+    assert not [f for f in r.findings if f.oracle == "seq_nr"], r.findings
+
+
+SEQ_NR_ORDER_SPEC = '{"body": [{"args": ["a0", 0], "ctx": null, "op": "index_put_", "outs": []}, {"args": ["a0", "a0"], "ctx": null, "op": "add", "outs": ["v1"]}], "family": "dedupe", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "v1", "value": 0}], "plan": {"backward": true, "calls": 1, "dynamic": false, "frontend": "dynamo", "mode": null, "saved_tensor_hooks": false, "second_backward": null, "tangents": "ones", "variant": null}, "roots": [{"dtype": "float32", "grad": "nonleaf", "layout": "contiguous", "shape": [1], "subclass": null}], "version": 1}'  # noqa: E501
