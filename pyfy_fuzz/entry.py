@@ -1,41 +1,154 @@
-"""The human-facing files of a corpus entry: repro.py and README.md (case.json is the data).
+"""The human-facing files of a corpus entry: repro.py, program.py and README.md, a pt2 bug
+report (case.json is the data).
 
 torch-free: the campaign process writes entries without importing the subjects.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from generators import render, spec_from_dict
+
+from ._repro_check import first_difference
+from .repro import render_repro, title
 
 _WHO = {
     "torch": "a bug in torch (torch.compile differs from eager, or torch crashed)",
     "pythonify": "a bug in pyfy-fuzz's bundled pythonify generator",
     "pyfy-fuzz": "a bug in pyfy-fuzz itself (the harness)",
 }
+# What render_repro reads of a case (the rest of case.json is the campaign's bookkeeping).
+_FINDING_KEYS = (
+    "signature",
+    "kind",
+    "oracle",
+    "subject",
+    "explanation",
+    "exc_type",
+    "aspect",
+    "message",
+    "title",
+    "difference",
+    "wrappers",
+)
+_CONFIG_LINE = re.compile(r"^torch\._(inductor|functorch|dynamo)\.config\.\w+ = .*")
 
 
 def entry_files(case: dict[str, Any], *, has_pythonified: bool) -> dict[str, str]:
-    """{"repro.py": ..., "README.md": ..., "program.py": ...} for a case.json dict."""
-    from .repro import render_repro
-
+    """{"repro.py", "program.py", "README.md"} for a case.json dict."""
     spec = spec_from_dict(case["spec"])
-    finding = {
-        k: case.get(k)
-        for k in ("signature", "kind", "oracle", "subject", "explanation", "wrappers")
-    }
+    finding = {k: case[k] for k in _FINDING_KEYS if k in case}
+    repro = render_repro(spec, finding, backend=case["backend"], device=case["device"])
     return {
-        "repro.py": render_repro(spec, finding, backend=case["backend"], device=case["device"]),
+        "repro.py": repro,
         "program.py": render(spec, case["device"]),
-        "README.md": readme(case, has_pythonified=has_pythonified),
+        "README.md": readme(case, has_pythonified=has_pythonified, repro=repro),
     }
 
 
-def readme(case: dict[str, Any], *, has_pythonified: bool) -> str:
+def readme(case: dict[str, Any], *, has_pythonified: bool, repro: str | None = None) -> str:
+    """The entry as a pt2 bug report: title, expected vs actual, the repro, backend / mode /
+    config, versions, then what pyfy-fuzz knows of it. `repro` is the entry's repro.py (made
+    from the case when not given)."""
+    if repro is None:
+        finding = {k: case[k] for k in _FINDING_KEYS if k in case}
+        spec = spec_from_dict(case["spec"])
+        repro = render_repro(spec, finding, backend=case["backend"], device=case["device"])
+    lines = [f"# {_title(case)}", ""]
+    lines += ["## Expected vs actual", "", *_expected_vs_actual(case), ""]
+    lines += ["## Repro", "", "```python", repro.rstrip("\n"), "```", ""]
+    run = "`python repro.py` exits 1 while the bug is present, 0 once it is fixed"
+    if case.get("subject") == "pythonify":
+        run += "; it loads `pythonified.py` from next to it"
+    lines += [f"{run}.", ""]
+    lines += ["## Backend / mode / config", "", *_setup(case, repro), ""]
+    lines += ["## Versions", "", *_versions(case), ""]
+    lines += ["## pyfy-fuzz details", "", *_details(case, has_pythonified), ""]
+    return "\n".join(lines)
+
+
+def _title(case: dict[str, Any]) -> str:
+    mode = case["spec"].get("plan", {}).get("mode")
+    return title(case, str(case.get("backend")), mode)
+
+
+def _expected_vs_actual(case: dict[str, Any]) -> list[str]:
+    """Expected (the reference: eager, or torch.compile for pythonify) against actual (the
+    subject), read off the first difference; the whole explanation below."""
+    subject = str(case.get("subject", "torch.compile"))
+    ref = "torch.compile" if subject == "pythonify" else "eager"
+    diff = str(case.get("difference") or first_difference(case))
+    m = re.match(r"^(call \d+|variant call \(\w+\)[^:]*): (.*)$", diff)
+    at, what = (f", {m[1]}", m[2]) if m else ("", diff)
+    pair = None
+    if m := re.match(r"raised (.*?); (eager|torch\.compile) did not$", what):
+        pair = "runs without an error", f"raises {m[1]}"
+    elif m := re.match(r"returned; (eager|torch\.compile) raised (.*)$", what):
+        pair = f"raises {m[2]}", "returns"
+    elif m := re.match(r"(.*): values differ: expected (.*), got (.*)$", what):
+        pair = f"{m[1]} is {m[2]}", f"{m[1]} is {m[3]}"
+    elif m := re.match(r"(.+?) (\S+|\[.*?\]|\(.*?\)) vs (\S+|\[.*?\]|\(.*?\))$", what):
+        pair = f"{m[1]} {m[2]}", f"{m[1]} {m[3]}"
+    if pair is None:
+        lines = [f"- {diff}"]
+    else:
+        lines = [f"- Expected ({ref}{at}): {pair[0]}", f"- Actual ({subject}): {pair[1]}"]
+    explanation = str(case.get("explanation") or "").strip()
+    if explanation:
+        lines += ["", "What pyfy-fuzz saw:", "", "```", explanation, "```"]
+    return lines
+
+
+def _setup(case: dict[str, Any], repro: str) -> list[str]:
     plan = case["spec"].get("plan", {})
-    how = [f"backend={case['backend']}", f"device={case['device']}"]
-    how += [f"{k}={plan[k]}" for k in ("frontend", "mode", "dynamic") if plan.get(k)]
+    frontend = (
+        "the AOT front-end (`aot_function`, no Dynamo)"
+        if plan.get("frontend") == "aot"
+        else "Dynamo (`torch.compile`)"
+    )
+    calls = f"{plan.get('calls', 1)} call(s)"
+    if plan.get("backward"):
+        calls += f", backward with {plan.get('tangents', 'randn')} tangents"
+    if plan.get("second_backward"):
+        calls += f", a second backward ({plan['second_backward']})"
+    if plan.get("saved_tensor_hooks"):
+        calls += ", inside saved_tensors_hooks"
+    if plan.get("variant"):
+        calls += f", then a call with other inputs ({plan['variant']})"
+    config = [line for line in repro.splitlines() if _CONFIG_LINE.match(line)]
+    return [
+        f"- backend: `{case.get('backend')}`, device: `{case.get('device')}`, front-end: "
+        f"{frontend}",
+        f"- mode: `{plan.get('mode') or 'default'}`, dynamic: `{bool(plan.get('dynamic'))}`",
+        f"- plan: {calls}",
+        "- config (the campaign's settings that matter to this program, set in repro.py): "
+        + (", ".join(f"`{c.split('  #')[0]}`" for c in config) or "none, torch's defaults"),
+    ]
+
+
+def _versions(case: dict[str, Any]) -> list[str]:
+    lines = [
+        f"- torch: {case.get('torch') or 'not recorded'}",
+        f"- Python: {case.get('python') or 'not recorded'}",
+        f"- OS: {case.get('os') or 'not recorded'}",
+    ]
+    if case.get("collect_env"):
+        env = str(case["collect_env"]).strip()
+        lines += [
+            "",
+            "<details><summary>collect_env</summary>",
+            "",
+            "```",
+            env,
+            "```",
+            "</details>",
+        ]
+    return lines
+
+
+def _details(case: dict[str, Any], has_pythonified: bool) -> list[str]:
     shrink = case.get("shrink") or {}
     if shrink.get("interrupted"):
         shrunk = "shrink interrupted (budget or worker death): the smallest spec seen is saved"
@@ -43,25 +156,19 @@ def readme(case: dict[str, Any], *, has_pythonified: bool) -> str:
         shrunk = f"shrunk by {shrink.get('by', '?')}" + (
             f" in {shrink['cases']} cases" if "cases" in shrink else ""
         )
-    expected = (
+    status = (
         "expected to keep failing on stock torch (a torch bug): `pyfy-fuzz replay` reports it "
         "as a known failure until torch fixes it"
-        if case["expected"] == "fail"
+        if case.get("expected") == "fail"
         else "must pass once fixed: `pyfy-fuzz replay` fails while it still reproduces"
     )
     lines = [
-        f"# {case['signature']}",
-        "",
-        f"**{case['kind']}** found by the **{case['oracle']}** oracle in **{case['subject']}**: "
+        f"- Signature: `{case.get('signature')}`: **{case.get('kind')}** found by the "
+        f"**{case.get('oracle')}** oracle in **{case.get('subject')}**, "
         f"{_WHO.get(case.get('bug_in', ''), 'unclassified')}.",
-        "",
-        f"> {case.get('explanation', '').strip()}",
-        "",
         f"- Wrapper paths: {', '.join(case.get('wrappers') or []) or '(none recorded)'}",
-        f"- Run with: {', '.join(how)}; torch {case.get('torch')}, "
-        f"pyfy-fuzz {case.get('pyfy_fuzz')}",
         f"- Seen {case.get('count', 1)} time(s); {shrunk}.",
-        f"- Status: {expected}.",
+        f"- Status: {status}.",
     ]
     if case.get("triage"):
         lines.append(f"- Triage: {case['triage']}")
@@ -70,24 +177,19 @@ def readme(case: dict[str, Any], *, has_pythonified: bool) -> str:
     if case.get("phase") == "compile":
         lines.append(
             "- The compile phase runs torch.compile and pythonify's capture together, so "
-            "`bug_in` is a first guess: `repro.py` compiles with plain torch.compile before it "
-            "loads the pythonified file, and tells which one dies."
+            "`bug_in` is a first guess: `repro.py` compiles with plain torch.compile."
         )
     lines += [
-        "",
-        "Reproduce:",
-        "",
-        "```sh",
-        "python repro.py             # exits 1 while the bug is present, 0 once fixed",
-        "pyfy-fuzz replay .          # the full oracles, as the campaign ran them",
-        "```",
-        "",
-        "`program.py` is the program alone (eager only); "
+        f"- The full oracles, as the campaign ran them: `pyfy-fuzz replay {_here(case)}`.",
+        "- `program.py` is the program alone (eager only); "
         + (
             "`pythonified.py` is the file pythonify generated for it."
             if has_pythonified
             else "no pythonified file was produced for this case."
         ),
-        "",
     ]
-    return "\n".join(lines)
+    return lines
+
+
+def _here(case: dict[str, Any]) -> str:
+    return f"corpus/{case['signature']}" if case.get("signature") else "<this directory>"

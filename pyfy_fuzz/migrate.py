@@ -30,6 +30,7 @@ from .corpus import CASE, FORMAT, OLD_FORMATS, Corpus, Entry
 from .entry import entry_files
 from .pool import Died
 from .replay import run_specs
+from .repro import check_repro, repro_record
 from .trace import TRACE_DIR
 
 __all__ = ["MigrateReport", "migrate", "old_entries"]
@@ -174,6 +175,9 @@ def migrate(root: Path, *, workers: int = 1, case_timeout: float = 120.0) -> Mig
         for e, c in members:
             _retire(root, e.path)
             report.migrated.append((e.path.name, path.name, c["migrated_by"]))
+        if case["kind"] != "hang":  # the new repro.py, run where pyfy-fuzz cannot be imported
+            code, tail = check_repro(path)
+            corpus.annotate(sig, {"repro": repro_record(path, code, tail)})
     return report
 
 

@@ -1,1165 +1,625 @@
-"""render_repro(spec, finding, backend=...) -> the source of a standalone `repro.py`.
+"""render_repro(spec, finding, backend=...) -> repro.py, the script a PyTorch engineer pastes
+into a pt2 issue; check_repro(entry_dir) runs one where pyfy-fuzz cannot be imported.
 
-A corpus entry must be something a torch developer can run without pyfy-fuzz: `python repro.py`
-next to `pythonified.py` builds the program's inputs, runs eager, torch.compile and the
-pythonified file, prints what differs and exits 1 while the bug is present, 0 once it is fixed
-(2: it cannot check, e.g. pythonified.py is missing for a pythonify finding).
+The script needs torch and the standard library only, and holds only what the program uses:
+`def f` (or a small nn.Module) whose body generators._render's statement code renders, the
+tensor subclass, custom op and autograd.Functions it uses, `make_inputs()` with the campaign's
+very values and the aliasing written out (_repro_inputs), the torch config the case ran under,
+the compile as the campaign made it (torch.compile, or aot_function for the AOT front-end), and
+ONE check: the aspect of the finding (Note [One check] in _repro_check). It runs the reference
+(eager; torch.compile for a pythonify finding, whose file `pythonified.py` lies next to it) and
+the subject, prints both, and exits 1 while they differ, 0 once fixed. The full oracles stay in
+the package: `pyfy-fuzz replay`.
 
-The repro is the program's own rendered source (`generators.render`: make_fn, make_inputs,
-drive, PLAN), embedded as a string, plus a miniature of pyfy-fuzz's harness that records, per
-call, what `pyfy_fuzz.observe` records and compares it the way the oracles do (with their
-by-design relaxations). It imports only torch and the standard library. The AOT front-end and
-the seq_nr checks are included only in repros that need them, to keep each one short. Where the
-miniature does not model the finding's oracle (interpreter crashes, hangs, harness errors) it
-says so and exits 1 on any difference at all; tolerant comparisons (inductor) have no float64
-reference, so they can be stricter than the campaign's.
+torch-free, like the rest of what writes a corpus entry.
 """
 
 from __future__ import annotations
 
-import ast
-import pprint
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
-from generators import ProgramSpec, render
+from generators._render import (
+    _HOOKS,
+    _MIRROR,
+    _function_source,
+    _module_init,
+    _out_expr,
+    _stmt_lines,
+    render,
+)
+from generators._spec import ProgramSpec
+
+from . import _repro_helpers as H
+from ._repro_check import Check, first_difference, leaf, read_check
+from ._repro_inputs import inputs_source
 
 BACKENDS = ("aot_eager", "inductor")
-FINDING_KEYS = ("signature", "kind", "oracle", "subject", "explanation", "wrappers")
+MAX_LINES = 80  # a repro longer than this is no longer something one pastes into an issue
+FINDING_KEYS = ("kind", "oracle", "subject")
+# Statements that draw random numbers: the campaign seeds torch before each call and sets
+# fallback_random so that torch.compile draws eager's numbers (runner._rng_config).
+_RANDOM_OPS = ("rand_like", "randn_like", "dropout", "bernoulli")
+_DEVICE_RE = re.compile(r"[a-z][a-z0-9_]*(:[0-9]+)?")
+# The helpers whose name in a fact means the script defines them (seen_by_write needs write_into).
+_FACT_HELPERS = (H.write_into, H.seen_by_write, H.base_of, H.sharing, H.bumped_backward)
 
 
 def render_repro(
     spec: ProgramSpec, finding: dict[str, Any], *, backend: str, device: str = "cpu"
 ) -> str:
-    """The source of repro.py for `finding` (a Finding's dict) on `spec` under `backend`, the
-    program's tensors on `device` (as the campaign ran it).
-
-    Raises ValueError for an unknown backend, a malformed device or a finding missing a key."""
+    """The source of repro.py for `finding` (a Finding's or a case.json's dict: kind, oracle,
+    subject, explanation, and title / aspect where it has them) on `spec`, as the campaign ran
+    it under `backend` on `device`. Raises ValueError for an unknown backend, a malformed
+    device, or a finding without kind, oracle or subject."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    program = render(spec, device)  # checks the device string
+    if not isinstance(device, str) or not _DEVICE_RE.fullmatch(device):
+        raise ValueError(f"device must be a torch device string like 'cuda', got {device!r}")
     missing = [k for k in FINDING_KEYS if k not in finding]
     if missing:
-        raise ValueError(f"finding lacks {missing}; expected the keys {FINDING_KEYS}")
-    info: dict[str, Any] = {k: str(finding[k]) for k in FINDING_KEYS if k != "wrappers"}
-    info["wrappers"] = [str(w) for w in finding["wrappers"]]
-    head = [
-        "#!/usr/bin/env python",
-        f'"""pyfy-fuzz repro: {_plain(info["signature"])}',
-        "",
-        f"{_plain(info['kind'])}: {_plain(info['subject'])} differs under the "
-        f"{_plain(info['oracle'])} oracle. Needs only torch:",
-        "",
-        "    python repro.py    # exit 1 while the bug is present, 0 once fixed, 2 cannot check",
-        "",
-        "Run it next to pythonified.py (the generated file, if there is one). PROGRAM below is the",
-        "program (make_fn, make_inputs, drive, PLAN); the code after it is a miniature of",
-        "pyfy-fuzz's harness: it runs eager, torch.compile and the pythonified file the same way",
-        'and compares what each returned, mutated, aliased and differentiated."""',
-        "",
-        "# What pyfy-fuzz reported:",
-        *(f"#   {line}" for line in info["explanation"].splitlines()),
-        "",
-        _IMPORTS,
-        f"FINDING = {pprint.pformat(info, width=96, sort_dicts=False)}",
-        f"BACKEND = {backend!r}",
-        f"DEVICE = {device!r}",
-        "",
-        "# The program, as pyfy-fuzz rendered it (generators.render), imported as a module below.",
-        "# The code under test is near its end: `f` (or `Program.forward`) and `make_inputs`.",
-        f"PROGRAM = {_literal(program)}",
-        _RECORD,
-        _AOT if spec.plan.frontend == "aot" else "",
-        _SEQ_NR if info["oracle"] == "seq_nr" else "",
-        _COMPARE,
-    ]
-    return "\n".join(head)
-
-
-def _plain(text: str) -> str:
-    """Text safe inside the repro's docstring."""
-    return text.replace("\\", "/").replace('"""', "'''")
-
-
-def _literal(text: str) -> str:
-    """A readable triple-quoted literal for `text` when it round-trips, else repr()."""
-    literal = "'''\\\n" + text + "'''"
-    try:
-        if "'''" not in text and not text.endswith("'") and ast.literal_eval(literal) == text:
-            return literal
-    except (SyntaxError, ValueError):
-        pass
-    return repr(text)
-
-
-_IMPORTS = """\
-from __future__ import annotations
-
-import builtins
-import faulthandler
-import hashlib
-import importlib.util
-import linecache
-import os
-import re
-import sys
-import types
-import warnings
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, NamedTuple
-
-warnings.filterwarnings("ignore", "Failed to initialize NumPy")  # the CPU wheel, without numpy
-
-import torch  # noqa: E402
-import torch.utils._pytree as pytree  # noqa: E402
-from torch.utils._python_dispatch import is_traceable_wrapper_subclass  # noqa: E402
-"""
-
-# The miniature harness, in parts (plain code, no placeholders: the constants above
-# parameterise it). What one call did, and the subjects:
-_RECORD = r'''
-
-KIND, ORACLE, SUBJECT = FINDING["kind"], FINDING["oracle"], FINDING["subject"]
-HERE = Path(__file__).resolve().parent
-FILE = HERE / "pythonified.py"
-GUARD_ERROR = "PythonifyGuardError"  # matched by name: the file may define its own fallback
-MODELLED = ("exceptions", "outputs", "mutation", "aliasing", "autograd", "grads", "cudagraph",
-            "guards", "seq_nr")
-HANG_TIMEOUT_S = float(os.environ.get("REPRO_HANG_TIMEOUT_S", "300"))
-
-
-def say(*parts: Any) -> None:
-    """Print and flush: if the interpreter dies, the last line says what it was doing."""
-    print(*parts, flush=True)
-
-
-def load_program() -> Any:
-    """Import PROGRAM under the module name pyfy-fuzz gave it (a hash of the source), so the
-    classes the pythonified file imports by name (tensor subclasses) resolve."""
-    name = "pyfy_program_" + hashlib.sha1(PROGRAM.encode()).hexdigest()[:16]
-    mod = types.ModuleType(name)
-    mod.__file__ = f"<{name}>"
-    linecache.cache[mod.__file__] = (len(PROGRAM), None, PROGRAM.splitlines(True), mod.__file__)
-    sys.modules[name] = mod
-    exec(compile(PROGRAM, mod.__file__, "exec"), mod.__dict__)
-    return mod
-
-
-faulthandler.enable()  # if the interpreter dies, it prints where
-P = load_program()
-PLAN = P.PLAN
-EXACT = BACKEND == "aot_eager"  # eager's kernels: any difference is real; inductor: tolerance
-
-
-def configure() -> None:
-    """The settings pyfy-fuzz compiles under, so that this compile is the one it tested."""
-    import torch._functorch.config as fconfig
-
-    settings = {"force_non_lazy_backward_lowering": True, "enable_autograd_cache": False}
-    if PLAN["second_backward"] == "retain":
-        settings["donated_buffer"] = False  # by design, donated buffers refuse retain_graph
-    for key, value in settings.items():
-        if hasattr(fconfig, key):
-            setattr(fconfig, key, value)
-    if BACKEND == "inductor":
-        import torch._inductor.config as iconfig
-
-        iconfig.fallback_random = True  # eager's random numbers, so that values compare
-        iconfig.fx_graph_cache = False
-
-
-# ------------------------------------------------------------------ what one call did
-
-
-@dataclass
-class Exc:
-    """An exception a subject raised, as data (its type judged by name: `is_a`)."""
-
-    name: str
-    bases: tuple  # qualified names of the type's MRO
-    message: str
-    phase: str
-    inner: tuple = ()  # BackendCompilerFailed: the bases of what the compiler raised
-
-    @staticmethod
-    def of(exc: BaseException, phase: str) -> Exc:
-        # Dynamo re-raises the program's own error found while tracing; compare the original.
-        if type(exc).__name__ in ("TorchRuntimeError", "UncapturedHigherOrderOpError"):
-            exc = exc.__cause__ or exc
-        inner = getattr(exc, "inner_exception", None)
-        text = f"{type(inner).__name__}: {inner}" if isinstance(inner, BaseException) else str(exc)
-        inner_names = _names(inner) if isinstance(inner, BaseException) else ()
-        if type(exc).__name__ == "TorchRuntimeError":
-            # raised *from None* when running a node on fake tensors fails: the program's own
-            # error survives only in the message ("... got RuntimeError(...)")
-            m = re.search(r"\bgot (\w+)\(", str(exc))
-            cls = getattr(builtins, m.group(1), None) if m else None
-            if isinstance(cls, type) and issubclass(cls, BaseException):
-                inner_names = _names(cls())
-        return Exc(_names(exc)[0], _names(exc), (text.strip().splitlines() or [""])[0][:300],
-                   phase, inner_names)
-
-    @property
-    def short(self) -> str:
-        return self.name.rsplit(".", 1)[-1]
-
-    def is_a(self, ref: Exc) -> bool:
-        """An instance of ref's type; a Dynamo crash counts by what the compiler raised."""
-        dynamo = "torch._dynamo.exc."
-        if self.name.startswith(dynamo) and not ref.name.startswith(dynamo):
-            return ref.name in self.inner
-        return ref.name in self.bases
-
-    def __str__(self) -> str:
-        text = f"{self.short} in {self.phase}: {self.message}"
-        return text if len(text) < 160 else text[:157] + "..."
-
-
-def _names(exc: Any) -> tuple:
-    return tuple(f"{c.__module__}.{c.__qualname__}" for c in type(exc).__mro__)
-
-
-@dataclass
-class TensorRec:
-    """One tensor right after the call: geometry, a copy of its values, autograd facts."""
-
-    type_name: str
-    dtype: str
-    shape: tuple
-    stride: tuple | None
-    offset: int | None
-    values: torch.Tensor | None  # None for wrapper subclasses: see `inner`
-    inner: tuple = ()  # (attribute, TensorRec) of a wrapper subclass
-    requires_grad: bool = False
-    is_leaf: bool = True
-    grad_fn: str | None = None
-    is_inference: bool = False
-
-    def flat_values(self) -> list:
-        return [self.values] if self.values is not None else [
-            v for _, t in self.inner for v in t.flat_values()]
-
-
-def record(t: Any) -> Any:
-    """A TensorRec of a tensor, repr() of anything else."""
-    if not isinstance(t, torch.Tensor):
-        return repr(t)
-    sub = is_traceable_wrapper_subclass(t)
-    inner = tuple((a, record(getattr(t, a))) for a in t.__tensor_flatten__()[0]) if sub else ()
-    try:
-        is_leaf, grad_fn = t.is_leaf, t.grad_fn
-        grad_fn = None if grad_fn is None else type(grad_fn).__name__
-    except RuntimeError as exc:  # a no_grad view of a since-mutated base: autograd refuses
-        is_leaf, grad_fn = False, f"<refused: {type(exc).__name__}>"
-    with torch.no_grad():
-        values = None if sub else t.detach().clone()
-    plain = not sub and type(t) in (torch.Tensor, torch.nn.Parameter)
-    return TensorRec(
-        "torch.Tensor" if plain else f"{type(t).__module__}.{type(t).__qualname__}",
-        str(t.dtype), tuple(t.shape), _maybe(lambda: tuple(t.stride())),
-        _maybe(t.storage_offset), values, inner, t.requires_grad, is_leaf, grad_fn,
-        t.is_inference())
-
-
-def _maybe(get: Any) -> Any:
-    try:
-        return get()
-    except (RuntimeError, NotImplementedError):  # wrapper subclasses may have no geometry
-        return None
-
-
-@dataclass
-class Alias:
-    """How one tensor output relates to the arguments (by name) and to the other outputs."""
-
-    is_input: tuple
-    base: str  # none | input:<name> | base_of:<name> | output:<k> | other (an intermediate)
-    inputs: tuple  # names of the tensors it shares storage with
-    outputs: tuple  # indices of the other outputs it shares storage with
-
-
-@dataclass
-class CallRec:
-    raised: Exc | None = None
-    structure: str = ""
-    outputs: list = field(default_factory=list)  # TensorRec, or repr() of a non-tensor
-    inputs_after: list = field(default_factory=list)  # (name, TensorRec)
-    aliasing: list = field(default_factory=list)  # Alias per tensor output
-    grad_enabled_after: bool = True
-    leaves: tuple = ()  # names of the tensors whose .grad backward fills
-    grads: list | None = None
-    second: Any = None  # grads after the second backward, or the Exc it raised
-    later: list | None = None  # the outputs re-read after all calls
-
-
-def named_inputs(args: tuple, module: Any) -> list:
-    """Every tensor the caller sees after the call: arguments, their _base, module state."""
-    named = []
-    for i, a in enumerate(args):
-        if isinstance(a, torch.Tensor):
-            named.append((f"a{i}", a))
-            if a._base is not None:
-                named.append((f"a{i}._base", a._base))
-    if isinstance(module, torch.nn.Module):
-        named += [(f"self.{n}", p) for n, p in module.named_parameters()]
-        named += [(f"self.{n}", b) for n, b in module.named_buffers()]
-    return named
-
-
-def storage(t: torch.Tensor) -> Any:
-    if is_traceable_wrapper_subclass(t) or t.untyped_storage().nbytes() == 0:
-        return None
-    return t.untyped_storage().data_ptr()
-
-
-def aliasing(outs: list, named: list) -> list:
-    args = [(n, x) for n, x in named if not n.endswith("._base")]
-    keys = [storage(o) for o in outs]
-    facts = []
-    for k, o in enumerate(outs):
-        base = "none" if o._base is None else "other"
-        if o._base is not None:
-            base = next((f"output:{j}" for j, p in enumerate(outs) if o._base is p), base)
-            base = next((f"base_of:{n}" for n, x in args
-                         if x._base is not None and o._base is x._base), base)
-            base = next((f"input:{n}" for n, x in args if o._base is x), base)
-        key = keys[k]
-        facts.append(Alias(
-            tuple(n for n, x in args if o is x), base,
-            tuple(n for n, x in named if key is not None and storage(x) == key),
-            tuple(j for j, kj in enumerate(keys) if j != k and key is not None and kj == key)))
-    return facts
-
-
-def grads(gs: Any) -> Any:
-    return None if gs is None else [None if g is None else record(g) for g in gs]
-
-
-@dataclass
-class Subject:
-    call: Any
-    module: Any  # the nn.Module whose parameters are leaves (None for a function)
-    file: Any = None  # the loaded pythonified module
-
-
-def observe(s: Subject, seed: int, variant: str | None = None) -> tuple:
-    """One call through the program's own `drive` (seed, call, backward with the plan's
-    tangents, second backward); returns the record and the live outputs."""
-    rec = CallRec()
-    try:
-        args = tuple(P.make_inputs(seed, variant))
-    except Exception as exc:  # this variant does not exist for the program
-        rec.raised = Exc.of(exc, "inputs")
-        return rec, []
-    owner = s.module if s.module is not None else s.call
-    named = named_inputs(args, s.module)
-    rec.leaves = tuple(next((n for n, x in named if x is leaf), "?")
-                       for leaf in P._leaves(owner, args))
-    box: dict = {}
-
-    def call(*a: Any) -> Any:
-        box["out"] = s.call(*a)
-        return box["out"]
-
-    result = None
-    try:
-        result = P.drive(call, args, seed, module=owner)
-    except Exception as exc:
-        rec.raised = Exc.of(exc, "backward" if "out" in box else "call")
-    torch.set_grad_enabled(True)
-    outs = pytree.tree_leaves(box["out"]) if "out" in box else []
-    rec.structure = " ".join(str(pytree.tree_structure(box["out"])).split()) if box else ""
-    rec.outputs = [record(x) for x in outs]
-    rec.inputs_after = [(n, record(x)) for n, x in named]
-    rec.aliasing = aliasing([x for x in outs if isinstance(x, torch.Tensor)], named)
-    if result is not None:
-        rec.grad_enabled_after = bool(result["grad_enabled_after"])
-        rec.grads = grads(result["grads"])
-        second = result["second"]
-        rec.second = (Exc.of(second, "second backward") if isinstance(second, BaseException)
-                      else grads(second))
-    return rec, outs
-
-
-def reread(x: Any) -> Any:
-    try:
-        return record(x)
-    except Exception as exc:
-        return f"<unreadable: {type(exc).__name__}: {str(exc)[:200]}>"
-
-
-def fresh_call(s: Subject, seed: int, watermark: Any = None) -> Any:
-    """One more seeded call outside the plan (no backward): (args, out), or what it raised.
-    `watermark` gets the first autograd sequence number the call can give a node."""
-    args = tuple(P.make_inputs(seed))
-    if watermark is not None:
-        with torch.enable_grad():
-            probe = torch.zeros((), requires_grad=True) * 1
-        watermark.append(probe.grad_fn._sequence_nr() + 1)
-    torch.manual_seed(seed)
-    try:
-        return args, s.call(*args)
-    except Exception as exc:
-        return Exc.of(exc, "probe call")
-    finally:
-        torch.set_grad_enabled(True)
-
-
-def overwrite(o: torch.Tensor) -> None:
-    """Write into `o` in place (grad mode on, as a user would) so that every element changes."""
-    if o.dtype == torch.bool:
-        o.logical_not_()
-    elif is_traceable_wrapper_subclass(o):
-        o.add_(1)
-    else:
-        with torch.no_grad():
-            src = torch.where(o.detach() == 7, 8, 7).to(o.dtype)
-        o.copy_(src)
-
-
-def write_probe(s: Subject, seed: int) -> Any:
-    """Write into each output in turn: (refusal or None, inputs that saw it, outputs that
-    saw it) per output -- the aliasing a compile must keep -- or what the call raised."""
-    called = fresh_call(s, seed)
-    if isinstance(called, Exc):
-        return called
-    args, out = called
-    named = named_inputs(args, s.module)
-    outs = [x for x in pytree.tree_leaves(out) if isinstance(x, torch.Tensor)]
-
-    def snap(ts: list) -> list:
-        return [record(t).flat_values() for t in ts]
-
-    before_in, before_out = snap([x for _, x in named]), snap(outs)
-    probes = []
-    for k, o in enumerate(outs):
-        try:
-            overwrite(o)
-        except Exception as exc:
-            probes.append((Exc.of(exc, "in-place write"), (), ()))
-            continue
-        now_in, now_out = snap([x for _, x in named]), snap(outs)
-        probes.append((
-            None,
-            tuple(n for (n, _), a, b in zip(named, before_in, now_in) if not same_all(a, b)),
-            tuple(j for j, (a, b) in enumerate(zip(before_out, now_out))
-                  if j != k and not same_all(a, b))))
-        before_in, before_out = now_in, now_out
-    return probes
-
-
-def version_probe(s: Subject, seed: int) -> Any:
-    """Bump every argument's version counter (values unchanged), then backward: autograd
-    must refuse exactly when a bumped tensor was saved for backward."""
-    called = fresh_call(s, seed)
-    if isinstance(called, Exc):
-        return called
-    args, out = called
-    diff = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
-    if not diff:
-        return None
-    for x in pytree.tree_leaves(args):
-        if isinstance(x, torch.Tensor) and not x.is_inference():
-            torch.autograd.graph.increment_version(x)
-    try:
-        torch.autograd.backward(diff, [torch.ones_like(o) for o in diff])
-    except Exception as exc:
-        return Exc.of(exc, "backward")
-    return "ok"
-
-
-# ------------------------------------------------------------------ the three subjects
-
-
-def module_of(fn: Any) -> Any:
-    return fn if isinstance(fn, torch.nn.Module) else None
-
-
-def eager_subject() -> Subject:
-    fn = P.make_fn()
-    return Subject(fn, module_of(fn))
-
-
-def compile_subject() -> Subject:
-    """torch.compile as the plan says, or aot_function for the AOT front-end."""
-    fn = P.make_fn()
-    if PLAN["frontend"] == "aot":
-        call = aot_call(fn)  # the AOT part below
-        if ORACLE == "seq_nr":
-            compile_backward(call)
-        return Subject(call, module_of(fn))
-    backend = recording_backend if ORACLE == "seq_nr" else BACKEND  # the seq_nr part below
-    mode = {"mode": PLAN["mode"]} if PLAN["mode"] else {}
-    return Subject(torch.compile(fn, backend=backend, dynamic=PLAN["dynamic"], **mode),
-                   module_of(fn))
-
-
-def pythonify_subject() -> Subject:
-    """The generated file, imported fresh and bound to its own copy of the function."""
-    fn = P.make_fn()
-    spec = importlib.util.spec_from_file_location("pythonified", FILE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    mod.bind(fn)
-    return Subject(mod.call, module_of(fn), mod)
-
-
-'''
-
-# The AOT front-end (frontend='aot' plans only):
-_AOT = r'''
-# ------------------------------------------------------------------ the AOT front-end
-
-
-def aot_call(fn: Any) -> Any:
-    """The AOT front-end as pyfy-fuzz compiles it, without Dynamo (no guards): aot_function
-    with no-op compilers, or inductor on an fx trace of the function; one compile per
-    argument structure."""
-    seq = ORACLE == "seq_nr"
-    by_structure: dict = {}
-
-    def build(leaves: list, spec: Any) -> Any:
-        def flat(*ls: Any) -> Any:
-            return fn(*pytree.tree_unflatten(list(ls), spec))
-
-        if BACKEND == "inductor":
-            from torch._inductor.compile_fx import compile_fx
-
-            names = ", ".join(f"x{i}" for i in range(len(leaves)))
-            ns = {"flat": flat}
-            exec(f"def shim({names}):\n    return flat({names})\n", ns)  # fx wants fixed arity
-            inner = {"inner_compile": inductor_inner} if seq else {}
-            return compile_fx(torch.fx.symbolic_trace(ns["shim"]), list(leaves), **inner)
-        from functorch.compile import min_cut_rematerialization_partition, nop
-        from torch._functorch.aot_autograd import aot_function
-
-        return aot_function(
-            flat,
-            fw_compiler=recorder("forward", nop) if seq else nop,
-            bw_compiler=recorder("backward", nop) if seq else nop,
-            inference_compiler=recorder("inference", nop) if seq else None,
-            partition_fn=min_cut_rematerialization_partition,
-            keep_inference_input_mutations=True,
-            dynamic=PLAN["dynamic"],
+        raise ValueError(f"finding lacks {missing}; expected at least the keys {FINDING_KEYS}")
+    # A long program (a subclass, custom Functions, five statements) can push the script past
+    # MAX_LINES: then the helpers lose their docstrings; and eager's backward order, which
+    # needs ~25 lines of helper, gives way to the seq_nr invariants, saying so (`pyfy-fuzz
+    # replay` checks the order).
+    repro = _Repro(spec, finding, backend, device)
+    source = repro.source()
+    if len(source.splitlines()) > MAX_LINES:
+        source = _Repro(spec, finding, backend, device, compact=True).source()
+    if len(source.splitlines()) > MAX_LINES and repro.check.fact == "order":
+        check = replace(repro.check, fact="invariants", label="order left out")
+        source = _Repro(spec, finding, backend, device, check, compact=True).source()
+    return source
+
+
+class _Repro:
+    """One script being put together; each method returns the lines of one part of it."""
+
+    def __init__(
+        self,
+        spec: ProgramSpec,
+        finding: dict[str, Any],
+        backend: str,
+        device: str,
+        check: Check | None = None,
+        compact: bool = False,
+    ):
+        self.spec, self.finding, self.backend, self.device = spec, finding, backend, device
+        self.check: Check = check or read_check(spec, finding)
+        self.compact = compact  # helpers without docstrings, classes without blank lines
+        self.subject = str(finding["subject"])
+        self.helpers: list[Callable[..., Any]] = []  # emitted after observe(), in this order
+        self.imports: set[str] = set()  # names the parts ask for (tree_leaves, aot_function)
+
+    def source(self) -> str:
+        main = self._main()  # first: it decides the helpers and imports the file needs
+        seq_nr_call = self.check.compare == "seq_nr" and not self.check.backward
+        observe = [] if seq_nr_call else self._observe()  # one call, in main
+        parts = [
+            self._docstring(),
+            self._imports(),
+            self._config(),
+            self._definitions(),
+            self._program(),
+            inputs_source(self.spec, self.device, "make_inputs", None),
+        ]
+        if self.check.variant and self.spec.plan.variant is not None:
+            variant = self.spec.plan.variant
+            parts.append(inputs_source(self.spec, self.device, "make_variant_inputs", variant))
+        parts += [observe, *(H.source(h, not self.compact) for h in self.helpers), main]
+        return "\n\n".join("\n".join(p) for p in parts if p) + "\n"
+
+    # -- what the program is made of -------------------------------------------------------
+    def _uses(self, *ops: str) -> bool:
+        return any(s.op in ops for s in self.spec.body)
+
+    def _functions(self) -> list[int]:
+        """The custom autograd.Functions the body applies (the spec may hold unused ones)."""
+        return sorted({int(s.args[0]) for s in self.spec.body if s.op == "apply_fn"})
+
+    def _subclasses(self) -> set[str]:
+        return {r.subclass for r in self.spec.roots if r.subclass is not None}
+
+    def _needs_grad(self) -> bool:
+        m = self.spec.module
+        return any(r.grad != "none" for r in self.spec.roots) or bool(m and m.params)
+
+    def _fn(self) -> str:
+        """A fresh instance of the program: the function, or a new module."""
+        return "f" if self.spec.module is None else "Program()"
+
+    # -- the parts -------------------------------------------------------------------------
+    def _docstring(self) -> list[str]:
+        title_ = title(self.finding, self.backend, self.spec.plan.mode)
+        title_ = title_.replace("\\", "/").replace('"""', "'''")
+        run = "python repro.py  # exit 1 while the bug is present, 0 once fixed"
+        return [f'"""{title_}', run, '"""']
+
+    def _imports(self) -> list[str]:
+        spec, names, lines = self.spec, self.imports, []
+        if self.subject == "pythonify":
+            lines += ["import importlib.util", "import os"]
+            if "mirror" in self._subclasses():
+                lines.append("import sys")
+        if self.finding["kind"] == "hang":
+            lines.append("import faulthandler")
+        lines += ["", "import torch"] if lines else ["import torch"]
+        config = "\n".join(self._config())
+        lines += [
+            f"import {m}"
+            for m in ("torch._functorch.config", "torch._inductor.config")
+            if m in config
+        ]
+        if "aot_function" in names or "aot_function_only" in names:
+            nop = ", nop" if "aot_function" in names else ""
+            lines.append(f"from functorch.compile import min_cut_rematerialization_partition{nop}")
+            lines.append("from torch._functorch.aot_autograd import aot_function")
+        if "aot_eager" in names:
+            lines.append("from torch._dynamo.backends.debugging import aot_eager, boxed_nop")
+        elif "boxed_nop" in names:
+            lines.append("from torch._dynamo.backends.debugging import boxed_nop")
+        if "compile_fx_inner" in names:
+            lines.append("from torch._inductor.compile_fx import compile_fx, compile_fx_inner")
+        elif "compile_fx" in names:
+            lines.append("from torch._inductor.compile_fx import compile_fx")
+        if any(spec.functions[k].once_differentiable for k in self._functions()):
+            lines.append("from torch.autograd.function import once_differentiable")
+        if "two_tensor" in self._subclasses():
+            lines.append("from torch.testing._internal.two_tensor import TwoTensor")
+        if "mirror" in self._subclasses():
+            lines.append("from torch.utils._python_dispatch import return_and_correct_aliasing")
+        pytree = [n for n in ("tree_leaves", "tree_structure") if n in names]
+        if pytree:
+            lines.append(f"from torch.utils._pytree import {', '.join(pytree)}")
+        return lines
+
+    def _config(self) -> list[str]:
+        """The settings the campaign compiled under (runner._rng_config, _functorch_config and
+        the capture's patches), where they can change what this script does."""
+        check, lines = self.check, []
+        if self.backend == "inductor" or self._uses(*_RANDOM_OPS):
+            lines.append("torch._inductor.config.fallback_random = True  # eager's random numbers")
+        lazy = self.spec.plan.frontend == "aot"  # aot_function compiles the backward lazily
+        if self._needs_grad() and not lazy and not (check.backward and check.probe_seed is None):
+            lines.append(
+                "torch._functorch.config.force_non_lazy_backward_lowering = True  # as pyfy-fuzz"
+            )
+        if self.spec.plan.second_backward == "retain" and check.backward.startswith("second"):
+            lines.append("torch._functorch.config.donated_buffer = False  # for retain_graph")
+        if self.backend == "inductor":
+            lines.append("torch._inductor.config.fx_graph_cache = False")
+            lines.append("torch._functorch.config.enable_autograd_cache = False")
+        if self.finding["kind"] == "hang":
+            lines.append("faulthandler.dump_traceback_later(120, exit=True)  # hung: exit 1")
+        return lines
+
+    def _definitions(self) -> list[str]:
+        """The subclass, the custom op, the custom Functions and the hook the program uses."""
+        spec, lines = self.spec, []
+        if "mirror" in self._subclasses():
+            mirror = [x for x in _MIRROR.splitlines() if x.strip()]  # without blank lines
+            lines += [x for x in mirror if not (self.compact and x.strip().startswith('"""'))]
+            lines.append("")
+            if self.subject == "pythonify":  # the file imports the class from the program
+                module = _program_module(spec, self.device)
+                lines += [f"sys.modules[{module!r}] = sys.modules[__name__]", ""]
+        if self._uses("effect_op"):
+            lines += ["EFFECTS = []", *H.body_source(H.register_effect_op), ""]
+        for k in self._functions():
+            fn = _function_source(k, spec.functions[k]).splitlines()
+            lines += [x for x in fn if x.strip() or not self.compact] + [""]
+        if self._uses("register_hook"):
+            lines += [*H.function_from(_HOOKS, "_double_grad"), ""]
+        return lines[:-1]
+
+    def _program(self) -> list[str]:
+        """`def f` or `class Program`: the body as generators._render renders statements."""
+        spec = self.spec
+        params = ", ".join(f"a{i}" for i in range(len(spec.inputs)))
+        body = [line for s in spec.body for line in _stmt_lines(s)]
+        outs = [_out_expr(o) for o in spec.outputs]
+        ret = f"return {', '.join(outs)}" if outs else "return None"
+        if spec.module is None:
+            return [f"def f({params}):", *(f"    {b}" for b in body), f"    {ret}"]
+        init = _module_init(spec.module)
+        lines = [f"DEVICE = {self.device!r}", "", "class Program(torch.nn.Module):"]
+        if self.device == "cpu":  # the parameters need no move
+            init = [x.replace(".to(DEVICE)", "").replace(", device=DEVICE", "") for x in init]
+            lines = lines[2:]
+        lines += init
+        if spec.module.full_backward_hook:
+            lines.append("        self.register_full_backward_hook(lambda m, gi, go: None)")
+        sep = ", " if params else ""
+        lines += ["", f"    def forward(self{sep}{params}):", *(f"        {b}" for b in body)]
+        return [*lines, f"        {ret}"]
+
+    # -- observe(fn): the calls, and what they show ----------------------------------------
+    def _observe(self) -> list[str]:
+        """observe(fn): the calls, returning the fact; for a check of what raises,
+        outcome(fn): the calls in a try, returning what they raised (or None)."""
+        check, fact = self.check, self.check.fact
+        head, body = self._calls()
+        self._need_names(head + body)
+        if check.compare in ("raises", "runs") and not fact:
+            return [
+                "def outcome(fn):  # None, or what the calls raise",
+                "    try:",
+                *(f"    {x}" for x in head + body),
+                "    except Exception as e:  # a compiler crash: what the compiler raised",
+                '        return getattr(e, "inner_exception", None) or e',
+                "    return None",
+            ]
+        lines = ["def observe(fn):", *head, *body]
+        if check.compare == "later":
+            lines.append("    return returned, kept  # as returned, and after the later calls")
+        elif check.compare != "seq_nr":
+            if "tensors" in fact:
+                lines.append(
+                    "    tensors = [o for o in tree_leaves(out) if isinstance(o, torch.Tensor)]"
+                )
+            lines.append(f"    return {fact}")
+            if lines[1:] == ["    out = fn(*make_inputs())", "    return out"]:
+                lines[1:] = ["    return fn(*make_inputs())"]  # the output is the fact
+        self._need_names(lines)
+        return lines
+
+    def _need_names(self, lines: list[str]) -> None:
+        text = "\n".join(lines)
+        self.imports.update(n for n in ("tree_leaves", "tree_structure") if n + "(" in text)
+
+    def _runs(self) -> list[tuple[int, str]]:
+        """(seed, inputs function) of each call, in order."""
+        check = self.check
+        if check.probe_seed is not None:
+            return [(check.probe_seed, "make_inputs")]
+        runs = [(s, "make_inputs") for s in range(check.calls)]
+        return runs + ([(0, "make_variant_inputs")] if check.variant else [])
+
+    def _calls(self) -> tuple[list[str], list[str]]:
+        """The loop over the calls (none for one call) and its body, indented."""
+        spec, check, runs = self.spec, self.check, self._runs()
+        backward = "" if check.probe_seed is not None else check.backward
+        if len(runs) == 1:
+            seed, head, indent = str(runs[0][0]), [], "    "
+            make = f"{runs[0][1]}({'' if seed == '0' else seed})"
+        elif all(m == "make_inputs" for _, m in runs):
+            seed, head, indent = "seed", [f"    for seed in range({len(runs)}):"], "        "
+            make = "make_inputs(seed)"
+        else:
+            pairs = ", ".join(f"({s}, {m})" for s, m in runs)
+            head = [f"    for seed, make in ({pairs}):  # the last breaks the compile's guards"]
+            seed, indent, make = "seed", "        ", "make(seed)"
+        uses_args = bool(re.search(r"\bargs\b", check.fact))
+        inner = ["out = fn(*args)" if uses_args else f"out = fn(*{make})"]
+        if check.grad_mode:
+            inner.append("grad_mode = torch.is_grad_enabled()")
+        if self._uses("set_grad_enabled"):
+            inner.append("torch.set_grad_enabled(True)  # pyfy-fuzz's drive restores it")
+        inner += self._backward(backward, seed)
+        if spec.plan.saved_tensor_hooks:  # around the call and its backward, as the drive
+            hooks = "with torch.autograd.graph.saved_tensors_hooks(lambda t: t * 1, lambda t: t):"
+            inner = [hooks, *(f"    {x}" for x in inner)]
+        body = [f"args = {make}"] if uses_args else []
+        if spec.module is not None and spec.module.params and backward and len(runs) > 1:
+            body.append("fn.zero_grad()  # fresh .grad per call, as pyfy-fuzz's drive")
+        if self._uses(*_RANDOM_OPS):
+            body.append(f"torch.manual_seed({seed})")
+        body += inner
+        reads_out = [b for b in body if not re.match(r"\s*out = fn\(", b)] + [check.fact]
+        if not any(re.search(r"\b(out|tensors)\b", b) for b in reads_out) and not check.snapshot:
+            body = [re.sub(r"^(\s*)out = fn\(", r"\1fn(", b) for b in body]  # nothing reads it
+        if check.snapshot is not None:
+            c, j = check.snapshot
+            kept = f"kept, returned = {leaf(spec, j)}, {leaf(spec, j)}.detach().clone()"
+            body += [kept] if len(runs) == 1 else [f"if seed == {c}:", f"    {kept}"]
+        return head, [indent + b for b in body]
+
+    def _backward(self, backward: str, seed: str) -> list[str]:
+        """Backward as pyfy-fuzz's drive runs it: through the sum of every output requiring
+        grad times its tangent (randn from a generator seeded 1000 + seed, or ones), so each
+        output gets its tangent as the campaign's did (a subclass output, a subclass one)."""
+        if not backward:
+            return []
+        to = "" if self.device == "cpu" else ", device=o.device"
+        requiring = "isinstance(o, torch.Tensor) and o.requires_grad"
+        lines = [f"diff = [o for o in tree_leaves(out) if {requiring}]"]
+        if self.spec.plan.tangents == "ones":
+            tangent = f"torch.ones(o.shape, dtype=o.dtype{to})"
+        else:
+            lines.append(
+                f"g = torch.Generator().manual_seed({'1000' if seed == '0' else '1000 + seed'})"
+            )
+            tangent = f"torch.randn(o.shape, generator=g).to({'o.device, ' if to else ''}o.dtype)"
+        retain = self.spec.plan.second_backward == "retain" and backward != "first"
+        lines += [f"loss = sum((o * {tangent}).sum() for o in diff)", "if diff:"]
+        lines.append(f"    loss.backward({'retain_graph=True' if retain else ''})")
+        if backward == "first":
+            return lines
+        if backward == "second":
+            return [*lines, "    loss.backward()"]
+        return [
+            *lines[:-2],
+            "second = None",
+            *lines[-2:],
+            "    try:",
+            "        loss.backward()",
+            "    except RuntimeError as e:",
+            "        second = e",
+        ]
+
+    # -- the sides, and the verdict --------------------------------------------------------
+    def _compiled(self) -> tuple[list[str], str]:
+        """(lines making the compiled callable, its expression): torch.compile, or the AOT
+        front-end as the campaign calls it (compile_once.plain_compile, capture._capture_aot)."""
+        plan, fn = self.spec.plan, self._fn()
+        dynamic = ", dynamic=True" if plan.dynamic else ""
+        if plan.frontend != "aot":
+            mode = f', mode="{plan.mode}"' if plan.mode else ""
+            return [], f'torch.compile({fn}, backend="{self.backend}"{dynamic}{mode})'
+        if self.backend == "inductor":
+            self.imports.add("compile_fx")
+            return [], f"compile_fx(torch.fx.symbolic_trace({fn}), list(make_inputs()))"
+        self.imports.add("aot_function")
+        return [
+            "compiled = aot_function(  # the AOT front-end, without Dynamo",
+            f"    {fn}, fw_compiler=nop, bw_compiler=nop, keep_inference_input_mutations=True,",
+            f"    partition_fn=min_cut_rematerialization_partition{dynamic},",
+            ")",
+        ], "compiled"
+
+    def _load_file(self) -> list[str]:
+        """pythonified.py, imported from next to this script and bound to its own program."""
+        lines = [
+            'path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pythonified.py")',
+            'file_spec = importlib.util.spec_from_file_location("pythonified", path)',
+            "pythonified = importlib.util.module_from_spec(file_spec)",
+            "file_spec.loader.exec_module(pythonified)",
+        ]
+        if self.spec.module is None:
+            return [*lines, "pythonified.bind(f)"]
+        return [*lines, "m = Program()", "pythonified.bind(m)", "m.forward = pythonified.call"]
+
+    def _sides(self) -> tuple[list[str], str, str, str, str]:
+        """(setup lines, reference label, reference, subject label, subject)."""
+        fresh = self._fn()
+        if self.subject == "eager":
+            return [], "eager", fresh, "eager", fresh
+        if self.subject != "pythonify":
+            setup, compiled = self._compiled()
+            return setup, "eager", fresh, "torch.compile", compiled
+        file_call = "pythonified.call" if self.spec.module is None else "m"
+        if self.finding["oracle"] == "guards":  # inputs the compile never saw: eager rules
+            return self._load_file(), "eager", fresh, "pythonified.py", file_call
+        setup, compiled = self._compiled()
+        return setup + self._load_file(), "torch.compile", compiled, "pythonified.py", file_call
+
+    def _main(self) -> list[str]:
+        check = self.check
+        if check.compare == "seq_nr":
+            return self._main_seq_nr()
+        setup, ref_label, ref, got_label, got = self._sides()
+        width = max(len(ref_label), len(got_label)) + 2
+        rl, gl = f"{ref_label}:".ljust(width), f"{got_label}:".ljust(width)
+        if check.compare == "runs":
+            target = ref if self.subject == "eager" else got
+            dies = "hangs (it exits 1 after 120 s)" if check.label == "hang" else "dies"
+            return [
+                *setup,
+                f"# While the bug is present, the interpreter {dies} in this call.",
+                f"result = outcome({target})",
+                f'print(f"{gl}{{result!r:.300}}")',
+                f'print("{got_label} ran through: the bug is fixed")',
+            ]
+        run = "outcome" if check.compare == "raises" and not check.fact else "observe"
+        for helper in _FACT_HELPERS:
+            if helper.__name__ + "(" in check.fact:
+                needed: list[Callable[..., Any]] = [helper]
+                needed = [H.write_into, *needed] if helper is H.seen_by_write else needed
+                self.helpers += [h for h in needed if h not in self.helpers]
+        lines = [*setup, f"expected = {run}({ref})", f"actual = {run}({got})"]
+        if check.compare == "later":
+            return lines + self._verdict_later(rl, gl, ref_label, got_label)
+        fmt = "!r:.300" if check.compare == "raises" else ""
+        lines += [f'print(f"{rl}{{expected{fmt}}}")', f'print(f"{gl}{{actual{fmt}}}")']
+        what = f"{check.label}: {got_label} differs from {ref_label}"
+        if check.compare == "values":
+            exact = self.backend == "aot_eager" or self.subject == "pythonify"
+            tol = ", rtol=0, atol=0" if exact else ""
+            return lines + [
+                "try:",
+                f"    torch.testing.assert_close(actual, expected{tol}, equal_nan=True)",
+                "except AssertionError as e:",
+                f'    raise SystemExit(f"BUG: {what}\\n{{e}}") from None',
+                'print("same values: the bug is fixed")',
+            ]
+        if check.compare == "raises":
+            differs = "not isinstance(actual, type(expected))"
+            if self.subject == "pythonify" and self.finding["oracle"] == "guards":
+                differs = f'type(actual).__name__ != "PythonifyGuardError" and {differs}'
+            if not check.fact:
+                what = f"{got_label} raises differently from {ref_label}"
+        elif check.compare == "presence":
+            differs = "(actual is None) != (expected is None)"
+        else:
+            differs = "actual != expected"
+        return lines + [
+            f"if {differs}:",
+            f'    raise SystemExit("BUG: {what}")',
+            'print("same: the bug is fixed")',
+        ]
+
+    def _verdict_later(self, rl: str, gl: str, ref_label: str, got_label: str) -> list[str]:
+        return [
+            f'print(f"{rl}returned {{expected[0]}}, later {{expected[1]}}")',
+            f'print(f"{gl}returned {{actual[0]}}, later {{actual[1]}}")',
+            "if torch.equal(*expected) and not torch.equal(*actual):",
+            f'    raise SystemExit("BUG: {self.check.label} under {got_label}, not {ref_label}")',
+            'print("outputs keep their values: the bug is fixed")',
+        ]
+
+    def _main_seq_nr(self) -> list[str]:
+        """Compile with a backend that keeps the graphs AOTAutograd hands its compilers."""
+        plan, how, fn = self.spec.plan, self.check.fact, self._fn()
+        dynamic = ", dynamic=True" if plan.dynamic else ""
+        lines = ["graphs = {}  # forward, backward: their call_function nodes, with torch's meta"]
+        if plan.frontend == "aot" and self.backend == "inductor":
+            self.helpers.append(H.inductor_backend)
+            self.imports.add("compile_fx_inner")
+            lines.append(
+                f"compiled = inductor_backend(torch.fx.symbolic_trace({fn}), list(make_inputs()))"
+            )
+            lines.append("observe(compiled)  # compiles the forward, and the backward it runs")
+        elif plan.frontend == "aot":
+            self.helpers.append(H.keep)
+            self.imports.update(("aot_function_only", "boxed_nop"))
+            lines += [
+                "compiled = aot_function(  # the AOT front-end, keeping the graphs",
+                f'    {fn}, fw_compiler=keep("forward"), bw_compiler=keep("backward"),',
+                "    partition_fn=min_cut_rematerialization_partition,",
+                f"    keep_inference_input_mutations=True{dynamic},",
+                ")",
+                "observe(compiled)  # compiles the forward, and the backward it runs",
+            ]
+        elif self.backend == "inductor":
+            self.helpers.append(H.inductor_backend)
+            self.imports.add("compile_fx_inner")
+            lines.append(f"torch.compile({fn}, backend=inductor_backend{dynamic})(*make_inputs())")
+        else:
+            self.helpers.append(H.aot_eager_backend)
+            self.imports.add("aot_eager")
+            lines.append(f"torch.compile({fn}, backend=aot_eager_backend{dynamic})(*make_inputs())")
+        if how == "file":
+            return lines + self._seq_nr_file()
+        lines.append(
+            'print({g: {n.name: n.meta.get("seq_nr") for n in ns} for g, ns in graphs.items()})'
         )
+        if how == "grad_acc":
+            return lines + [
+                'marked = [n.name for n in graphs["forward"] if n.meta.get("is_gradient_acc")]',
+                "if marked:",
+                '    raise SystemExit(f"BUG: forward nodes marked is_gradient_acc: {marked}")',
+                'print("no forward node is marked as a gradient accumulation: the bug is fixed")',
+            ]
+        if how == "order":
+            self.helpers.append(H.order_differences)
+            self.imports.add("tree_leaves")
+            return lines + [
+                f"problems = order_differences({fn}, graphs)",
+                "if problems:",
+                '    raise SystemExit(f"BUG: by seq_nr, not eager\'s backward order: {problems}")',
+                'print("the seq_nr groups follow eager\'s backward order: the bug is fixed")',
+            ]
+        self.helpers.append(H.unmapped)
+        if self.check.label == "order left out":
+            lines.append(
+                "# This finding's aspect, eager's backward order, is checked by pyfy-fuzz replay."
+            )
+        return lines + [
+            "bad = [n.name for n in unmapped(graphs)]",
+            "if bad:",
+            '    raise SystemExit(f"BUG: backward nodes whose seq_nr names no forward: {bad}")',
+            'print("every backward node names a forward node: the bug is fixed")',
+        ]
 
-    def call(*args: Any) -> Any:
-        leaves, spec = pytree.tree_flatten(args)
-        if str(spec) not in by_structure:
-            by_structure[str(spec)] = build(leaves, spec)
-        return by_structure[str(spec)](*leaves)
-
-    return call
-
-
-'''
-
-# seq_nr: torch's graph metadata (seq_nr findings only):
-_SEQ_NR = r'''
-# ------------------------------------------------------------------ seq_nr: torch's graphs
-
-
-class Node(NamedTuple):
-    name: str
-    target: str
-    seq_nr: int | None
-    grad_acc: bool
-    autograd_backward: bool  # False: a forward node the partitioner recomputes in backward
-
-
-GRAPHS: dict = {}  # role (inference | forward | backward) -> the nodes of its first graph
-
-
-def recorder(role: str, compiler: Any) -> Any:
-    """`compiler`, keeping the seq_nr metadata of the graph torch hands it (first one only)."""
-
-    def compile_(gm: Any, example_inputs: Any, **kwargs: Any) -> Any:
-        GRAPHS.setdefault(role, [
-            Node(n.name, str(n.target), n.meta.get("seq_nr"), bool(n.meta.get("is_gradient_acc")),
-                 bool(n.meta.get("autograd_backward")))
-            for n in gm.graph.nodes if n.op == "call_function"])
-        return compiler(gm, example_inputs, **kwargs)
-
-    return compile_
-
-
-def recording_backend(gm: Any, example_inputs: Any, **kwargs: Any) -> Any:
-    """BACKEND itself, built from its parts so that each graph's metadata can be read."""
-    if BACKEND == "aot_eager":
-        from functorch.compile import min_cut_rematerialization_partition
-        from torch._dynamo.backends.common import aot_autograd
-        from torch._dynamo.backends.debugging import boxed_nop
-
-        return aot_autograd(
-            fw_compiler=recorder("forward", boxed_nop),
-            bw_compiler=recorder("backward", boxed_nop),
-            inference_compiler=recorder("inference", boxed_nop),
-            partition_fn=min_cut_rematerialization_partition,
-            keep_inference_input_mutations=True,
-        )(gm, example_inputs)
-    from torch._inductor import list_mode_options
-    from torch._inductor.compile_fx import compile_fx
-
-    patches = list_mode_options(kwargs["mode"]) if kwargs.get("mode") else None
-    return compile_fx(gm, example_inputs, inner_compile=inductor_inner, config_patches=patches)
+    def _seq_nr_file(self) -> list[str]:
+        """The file's SEQ_NR table against torch's graphs, as ranks (see `ranked`)."""
+        self.helpers.append(H.ranked)
+        return self._load_file() + [
+            'if "backward" not in graphs:  # the file names an inference-only graph so',
+            '    graphs["inference"] = graphs.pop("forward")',
+            "tables = {",
+            '    g: {n.name: n.meta["seq_nr"] for n in nodes if "seq_nr" in n.meta}',
+            "    for g, nodes in graphs.items()",
+            "}",
+            "expected, actual = ranked(tables), ranked(pythonified.SEQ_NR)",
+            'print("torch.compile: ", expected)',
+            'print("pythonified.py:", actual)',
+            "if actual != expected:",
+            "    raise SystemExit(\"BUG: the file's seq_nr table differs from torch's graphs\")",
+            'print("same seq_nr tables: the bug is fixed")',
+        ]
 
 
-def inductor_inner(gm: Any, example_inputs: Any, **kwargs: Any) -> Any:
-    from torch._inductor.compile_fx import compile_fx_inner
-
-    role = "backward" if kwargs.get("is_backward") else "forward"
-    role = "inference" if kwargs.get("is_inference") else role
-    return recorder(role, compile_fx_inner)(gm, example_inputs, **kwargs)
-
-
-def torch_invariants() -> list:
-    """Every backward node names a forward node by seq_nr (one in the forward graph, or one
-    the partitioner recomputes), except gradient accumulations, which must be marked."""
-    fw, bw = GRAPHS.get("forward"), GRAPHS.get("backward")
-    if not fw or not bw:
-        return []
-    forward = {n.seq_nr for n in fw + [n for n in bw if not n.autograd_backward]}
-    diffs = [f"forward node {n.name} ({n.target}) is marked as gradient accumulation"
-             for n in fw if n.grad_acc]
-    for n in bw:
-        if n.grad_acc or not n.autograd_backward:
-            continue
-        if n.seq_nr is None or n.seq_nr < 0:
-            diffs.append(f"backward node {n.name} ({n.target}) has no seq_nr")
-        elif n.seq_nr not in forward:
-            diffs.append(f"backward node {n.name} ({n.target}) names no forward node "
-                         f"(seq_nr {n.seq_nr}) and is not marked is_gradient_acc")
-    return diffs
+def _program_module(spec: ProgramSpec, device: str) -> str:
+    """The module name generators.materialize imports the program under: the pythonified file
+    imports the program's classes (a tensor subclass) from it."""
+    source = render(spec, device)
+    return "pyfy_program_" + hashlib.sha1(source.encode()).hexdigest()[:16]
 
 
-def ranked(tables: dict) -> dict:
-    """seq_nr as ranks: the numbers themselves count every autograd node the process made."""
-    rank = {v: k for k, v in enumerate(sorted({v for t in tables.values() for v in t.values()}))}
-    return {g: {n: rank[v] for n, v in t.items()} for g, t in tables.items()}
+def title(finding: dict[str, Any], backend: str, mode: str | None) -> str:
+    """case.json's title where it has one; else one made from the first difference."""
+    if finding.get("title"):
+        return str(finding["title"]).splitlines()[0][:200]
+    subject, kind = str(finding["subject"]), finding["kind"]
+    who = f"{subject} ({backend}{', ' + mode if mode else ''})"
+    ref = "torch.compile" if subject == "pythonify" else "eager"
+    if kind in ("interpreter-crash", "hang"):
+        return f"{who}: {'the interpreter dies' if kind == 'interpreter-crash' else 'hangs'}"
+    difference = re.sub(r"^call \d+: ", "", first_difference(finding))
+    difference = re.split(r": expected |; eager did not|; torch.compile did not", difference)[0]
+    if len(difference) > 120:
+        difference = difference[:117].rsplit(" ", 1)[0] + " ..."
+    return f"{who} differs from {ref}: {difference}"
 
 
-def file_vs_torch(file: Any) -> list:
-    """The file's SEQ_NR and GRADIENT_ACC_NODES tables against torch's own graphs."""
-    want = ranked({g: {n.name: n.seq_nr for n in nodes if n.seq_nr is not None}
-                   for g, nodes in GRAPHS.items()})
-    have = ranked(getattr(file, "SEQ_NR", {}))
-    diffs = []
-    if set(want) != set(have):
-        diffs.append(f"graphs with seq_nr: torch {sorted(want)} vs file {sorted(have)}")
-    for g in sorted(set(want) & set(have)):
-        wrong = sorted(n for n in {*want[g], *have[g]} if want[g].get(n) != have[g].get(n))
-        if wrong:
-            diffs.append(f"{g} graph: node {wrong[0]} has seq_nr rank {have[g].get(wrong[0])} in "
-                         f"the file, {want[g].get(wrong[0])} in torch's ({len(wrong)} differ)")
-        acc_want = sorted(n.name for n in GRAPHS[g] if n.grad_acc)
-        acc_have = sorted(getattr(file, "GRADIENT_ACC_NODES", {}).get(g, []))
-        if acc_want != acc_have:
-            diffs.append(f"{g} graph: gradient-accumulation nodes {acc_have} in the file, "
-                         f"{acc_want} in torch's")
-    return diffs
+# ------------------------------------------------------------------------------ checking
+
+_BLOCKED = ("pyfy_fuzz", "generators", "oracles")
+# Runs repro.py as __main__ with pyfy-fuzz's own packages unimportable (an editable install
+# would find them even under -I). An exception the script does not catch is no verdict: 2.
+_BOOTSTRAP = (
+    "import runpy, sys, traceback\n"
+    f"for name in {_BLOCKED!r}:\n"
+    "    sys.modules[name] = None\n"
+    "sys.argv = ['repro.py']\n"
+    "try:\n"
+    "    runpy.run_path('repro.py', run_name='__main__')\n"
+    "except Exception:\n"
+    "    traceback.print_exc()\n"
+    "    sys.exit(2)\n"
+)
 
 
-def eager_order() -> list:
-    """(node type, sequence number) of the backward nodes eager's engine runs on call 0's
-    inputs, in order (AccumulateGrad, nodes without a number, and nodes made before the call,
-    e.g. the clone that makes a non-leaf argument, left out)."""
-    watermark: list = []
-    called = fresh_call(Subject(P.make_fn(), None), 0, watermark)
-    if isinstance(called, Exc):
-        return []
-    diff = [o for o in pytree.tree_leaves(called[1]) if isinstance(o, torch.Tensor)
-            and o.requires_grad]
-    order: list = []
-    seen, handles = set(), []
+def check_repro(entry_dir: Path, timeout: float = 120) -> tuple[int | None, str]:
+    """Run `entry_dir/repro.py` on its own -- pyfy_fuzz, generators and oracles unimportable,
+    PYTHONPATH unset -- and return its exit code (1: the bug is present, 0: fixed, 2: the
+    script raised what it does not check, negative: a signal; None: still running after
+    `timeout` seconds, then killed) and the last 2000 characters of its output."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     try:
-        stack = [o.grad_fn for o in diff if o.grad_fn is not None]
-    except RuntimeError:  # autograd refuses to build the graph (view + in-place)
-        return []
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        seq = node._sequence_nr()
-        if watermark[0] <= seq < 2**63 - 1 and type(node).__name__ != "AccumulateGrad":
-            handles.append(node.register_prehook(
-                lambda grads, node=node, seq=seq: order.append((type(node).__name__, seq))))
-        stack += [n for n, _ in node.next_functions]
-    try:
-        torch.autograd.backward(diff, [torch.ones_like(o) for o in diff])
-    except Exception:
-        return []
-    finally:
-        for h in handles:
-            h.remove()
-    return order
+        run = subprocess.run(
+            [sys.executable, "-c", _BOOTSTRAP],
+            cwd=entry_dir,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout or ""
+        return None, (out.decode(errors="replace") if isinstance(out, bytes) else out)[-2000:]
+    return run.returncode, run.stdout[-2000:]
 
 
-def _norm(name: str) -> str:
-    return "".join(c for c in name.lower() if c.isascii() and c.isalnum())
-
-
-def order_vs_eager(order: list) -> list:
-    """Sorted by seq_nr, eager's backward nodes name the forward ops in the order they ran
-    (SinBackward0, MulBackward0); the compiled backward's seq_nr groups, mapped to their
-    forward nodes, must name the same ops. Only under aot_eager, only when eager's nodes are
-    all plain aten nodes and both sides have as many."""
-    fw, bw = GRAPHS.get("forward"), GRAPHS.get("backward")
-    if not order or not fw or not bw or BACKEND != "aot_eager":
-        return []
-    names = []
-    for node_name, _ in sorted(order, key=lambda x: x[1]):
-        op, backward, number = node_name.rpartition("Backward")  # SinBackward0
-        if not (backward and op[:1].isupper() and op.isalnum() and number.isdigit()):
-            return []  # CopySlices, a custom Function: the comparison means nothing
-        names.append((_norm(op), node_name))
-    forward_ops: dict = {}
-    for n in fw + [n for n in bw if not n.autograd_backward]:
-        parts = n.target.split(".")  # aten._to_copy.default -> tocopy
-        op = _norm(parts[1] if parts[0] == "aten" and len(parts) > 1 else parts[0])
-        if n.seq_nr is not None:
-            forward_ops.setdefault(n.seq_nr, set()).add(op)
-    groups = sorted({n.seq_nr for n in bw
-                     if n.autograd_backward and not n.grad_acc and n.seq_nr is not None})
-    if len(groups) != len(names) or any(g not in forward_ops for g in groups):
-        return []
-    eager_ops = {op for op, _ in names}
-    for k, (g, (op, node_name)) in enumerate(zip(groups, names)):
-        if not any(e in o or o in e for o in forward_ops[g] for e in eager_ops):
-            continue  # only ops derived for backward carry this seq_nr: cannot be placed
-        if not any(op in o or o in op for o in forward_ops[g]):
-            return [f"by seq_nr, backward group {k} of the compiled graph maps to forward "
-                    f"{sorted(forward_ops[g])}; eager's {k}-th backward node is {node_name} "
-                    f"(eager order: {[n for _, n in names]})"]
-    return []
-
-
-def compile_backward(call: Any) -> None:
-    """aot_function compiles the backward lazily, at the first backward; pyfy-fuzz's capture
-    forces it with one backward on copies (saved tensors copied too), so do the same."""
-    args = tuple(P.make_inputs(0))
-    try:
-        with torch.autograd.graph.saved_tensors_hooks(lambda t: t.detach().clone(), lambda t: t):
-            out = [o for o in pytree.tree_leaves(call(*args))
-                   if isinstance(o, torch.Tensor) and o.requires_grad]
-            if out:
-                torch.autograd.backward(out, [torch.ones_like(o) for o in out])
-    except Exception as exc:
-        say(f"[torch.compile]   compiling the backward raised {type(exc).__name__}: {exc}")
-    finally:
-        torch.set_grad_enabled(True)
-
-
-'''
-
-# Running the subjects, comparing them the way the oracles do, and the verdict:
-_COMPARE = r'''
-# ------------------------------------------------------------------ running and comparing
-
-
-@dataclass
-class Run:
-    subject: str
-    setup: Exc | None = None
-    calls: list = field(default_factory=list)
-    variant: CallRec | None = None
-    writes: Any = None  # write_probe's result
-    version: Any = None  # version_probe's result
-    file: Any = None
-    order: list = field(default_factory=list)  # eager only: its backward nodes, as they ran
-
-
-def run_subject(name: str, make: Any) -> Run:
-    say(f"[{name}] setting up")
-    try:
-        s = make()
-    except Exception as exc:
-        say(f"[{name}]   raised {type(exc).__name__}: {exc}")
-        return Run(name, setup=Exc.of(exc, "setup"))
-    run, live = Run(name, file=s.file), []
-    for i in range(PLAN["calls"]):
-        say(f"[{name}] call {i}: drive(call, make_inputs(seed={i}))")
-        rec, outs = observe(s, i)
-        if rec.raised:
-            say(f"[{name}]   raised {rec.raised}")
-        run.calls.append(rec)
-        live.append(outs)
-    for rec, outs in zip(run.calls, live):
-        rec.later = [reread(x) for x in outs]
-    del live
-    if PLAN["variant"] and not (name == "torch.compile" and PLAN["frontend"] == "aot"):
-        say(f"[{name}] variant call: make_inputs(seed=0, variant={PLAN['variant']!r})")
-        run.variant, _ = observe(s, 0, PLAN["variant"])
-        if run.variant.raised:
-            say(f"[{name}]   raised {run.variant.raised}")
-    say(f"[{name}] in-place write probe (seed {PLAN['calls']})")
-    run.writes = write_probe(s, PLAN["calls"])
-    if PLAN["backward"]:
-        say(f"[{name}] version-counter probe (seed {PLAN['calls'] + 1})")
-        run.version = version_probe(s, PLAN["calls"] + 1)
-    return run
-
-
-TOL = {torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5),
-       torch.float32: (1.3e-6, 1e-5), torch.float64: (1e-7, 1e-7)}
-
-
-def same(a: torch.Tensor, b: torch.Tensor, exact: bool = True) -> bool:
-    """Bitwise (signs of zero too, NaN equal to NaN), or within torch.testing's tolerances."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.is_complex():
-        return same(torch.view_as_real(a), torch.view_as_real(b), exact)
-    if not a.is_floating_point():
-        return torch.equal(a, b)
-    if not exact:
-        rtol, atol = TOL.get(a.dtype, (1.3e-6, 1e-5))
-        return torch.allclose(a.double(), b.double(), rtol=rtol, atol=atol, equal_nan=True)
-    eq = (a == b) & (torch.signbit(a) == torch.signbit(b))
-    return bool((eq | (a.isnan() & b.isnan())).all())
-
-
-def same_all(a: list, b: list) -> bool:
-    return all(same(x, y) for x, y in zip(a, b))
-
-
-def brief(t: torch.Tensor) -> str:
-    flat = t.flatten()
-    shown = ", ".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in flat[:6].tolist())
-    return f"[{shown}{', ...' if flat.numel() > 6 else ''}]"
-
-
-@dataclass
-class Pair:
-    """`got` against its reference: torch.compile against eager (exact under aot_eager,
-    tolerant under inductor, with torch.compile's by-design relaxations), or the pythonified
-    file against torch.compile (same graphs: exact and strict)."""
-
-    name: str
-    ref_name: str
-    ref: Run
-    got: Run
-    exact: bool
-    strict: bool
-
-
-def diff_tensor(r: TensorRec, g: TensorRec, exact: bool, strict: bool,
-                offset: bool = False) -> str | None:
-    if r.type_name != g.type_name:
-        return f"type {r.type_name} vs {g.type_name}"
-    if r.dtype != g.dtype or r.shape != g.shape:
-        return f"dtype/shape {r.dtype}{list(r.shape)} vs {g.dtype}{list(g.shape)}"
-    if strict:
-        stride_differs = r.stride != g.stride
-    else:  # strides of size-0/1 dims never change which element an index reads
-        stride_differs = r.stride is not None and g.stride is not None and 0 not in r.shape and any(
-            a != b for a, b, n in zip(r.stride, g.stride, r.shape) if n > 1)
-    if stride_differs:
-        return f"stride {r.stride} vs {g.stride}"
-    if (offset or strict) and r.offset != g.offset:
-        return f"storage offset {r.offset} vs {g.offset}"
-    if r.inner or g.inner:
-        if [a for a, _ in r.inner] != [a for a, _ in g.inner]:
-            return f"inner tensors {[a for a, _ in r.inner]} vs {[a for a, _ in g.inner]}"
-        for (a, x), (_, y) in zip(r.inner, g.inner):
-            d = diff_tensor(x, y, exact, strict)
-            if d:
-                return f"inner tensor {a}: {d}"
-        return None
-    if r.values is not None and g.values is not None and not same(r.values, g.values, exact):
-        return f"values differ: expected {brief(r.values)}, got {brief(g.values)}"
-    return None
-
-
-def raise_diff(r: Exc | None, g: Exc | None, ref_name: str) -> str | None:
-    if r is None:
-        return None if g is None else f"raised {g}; {ref_name} did not"
-    if g is None:
-        return f"returned; {ref_name} raised {r}"
-    return None if g.is_a(r) else f"raised {g}; {ref_name} raised {r}"
-
-
-def diff_outputs(r: CallRec, g: CallRec, p: Pair) -> list:
-    if r.structure != g.structure and not (
-            not p.strict and PLAN["frontend"] == "aot"  # by design: aot_function returns a list
-            and r.structure.replace("TreeSpec(tuple,", "TreeSpec(list,", 1) == g.structure):
-        return [f"output structure {r.structure} vs {g.structure}"]
-    out, t = [], 0
-    for j, (x, y) in enumerate(zip(r.outputs, g.outputs)):
-        if isinstance(x, TensorRec) and isinstance(y, TensorRec):
-            a = r.aliasing[t] if t < len(r.aliasing) else None
-            d = diff_tensor(x, y, p.exact, p.strict, offset=bool(a and (a.is_input or a.inputs)))
-            t += 1
-            if d:
-                out.append(f"output {j}: {d}")
-        elif x != y:
-            out.append(f"output {j}: {_what(x)} vs {_what(y)}")
-    return out
-
-
-def _what(x: Any) -> str:
-    return "a tensor" if isinstance(x, TensorRec) else str(x)
-
-
-def diff_inputs(r: CallRec, g: CallRec, p: Pair) -> list:
-    if [n for n, _ in r.inputs_after] != [n for n, _ in g.inputs_after]:
-        return [f"inputs after the call {[n for n, _ in r.inputs_after]} vs "
-                f"{[n for n, _ in g.inputs_after]} (a _base appeared or vanished)"]
-    return [f"input {n} after the call: {d}"
-            for (n, x), (_, y) in zip(r.inputs_after, g.inputs_after)
-            if (d := diff_tensor(x, y, p.exact, p.strict, offset=True))]
-
-
-def diff_aliasing(r: CallRec, g: CallRec, p: Pair) -> list:
-    if len(r.aliasing) != len(g.aliasing):
-        return []  # the outputs comparison reports the structure
-    tensors = [o for o in r.outputs if isinstance(o, TensorRec)]
-    out = []
-    for k, (x, y) in enumerate(zip(r.aliasing, g.aliasing)):
-        if x.is_input != y.is_input:
-            out.append(f"output {k} is input {list(x.is_input)} vs {list(y.is_input)}")
-        # By design: AOTAutograd regenerates views of intermediates; under inductor a custom
-        # Function's view output comes back without _base (storage sharing still compared).
-        excused = not p.strict and (
-            (x.base == "other" and y.base in ("none", "other")) or (
-                y.base == "other" and x.base == "none") or (
-                BACKEND == "inductor" and y.base == "none" and x.inputs == y.inputs
-                and (tensors[k].grad_fn or "").endswith("Backward")))
-        if x.base != y.base and not excused:
-            out.append(f"output {k}._base: {x.base} vs {y.base}")
-        if x.inputs != y.inputs:
-            out.append(f"output {k} shares storage with inputs {list(x.inputs)} vs "
-                       f"{list(y.inputs)}")
-        if x.outputs != y.outputs:
-            out.append(f"output {k} shares storage with outputs {list(x.outputs)} vs "
-                       f"{list(y.outputs)}")
-    return out
-
-
-def diff_autograd(r: CallRec, g: CallRec, p: Pair) -> list:
-    out = []
-    if r.grad_enabled_after != g.grad_enabled_after:
-        out.append(f"grad mode after the call {r.grad_enabled_after} vs {g.grad_enabled_after}")
-    for j, (x, y) in enumerate(zip(r.outputs, g.outputs)):
-        if not (isinstance(x, TensorRec) and isinstance(y, TensorRec)):
-            continue
-        for what in ("requires_grad", "is_leaf", "is_inference"):
-            if getattr(x, what) != getattr(y, what):
-                out.append(f"output {j}.{what} {getattr(x, what)} vs {getattr(y, what)}")
-        # Only whether grad_fn exists: the compiled region is one node (by design).
-        refused = any(f and f.startswith("<") for f in (x.grad_fn, y.grad_fn))
-        if (x.grad_fn is None) != (y.grad_fn is None) or (refused and x.grad_fn != y.grad_fn):
-            out.append(f"output {j}.grad_fn {x.grad_fn} vs {y.grad_fn}")
-    return out
-
-
-def _grad_list(r: Any, g: Any, leaves: tuple, p: Pair, what: str) -> list:
-    if (r is None) != (g is None):
-        return [f"{what}: ran {r is not None} vs {g is not None}"]
-    out = []
-    for name, x, y in zip(leaves, r or [], g or []):
-        if (x is None) != (y is None):
-            out.append(f"{what} of {name}: {_what(x)} vs {_what(y)}")
-        elif x is not None and (d := diff_tensor(x, y, p.exact, p.strict)):
-            out.append(f"{what} of {name}: {d}")
-    return out
-
-
-def diff_grads(r: CallRec, g: CallRec, p: Pair) -> list:
-    if r.leaves != g.leaves:
-        return [f"leaves {list(r.leaves)} vs {list(g.leaves)}"]
-    out = _grad_list(r.grads, g.grads, r.leaves, p, "grad")
-    if isinstance(r.second, Exc) or isinstance(g.second, Exc):
-        d = raise_diff(r.second if isinstance(r.second, Exc) else None,
-                       g.second if isinstance(g.second, Exc) else None, p.ref_name)
-        if d:
-            out.append(f"second backward: {d}")
-    else:
-        out += _grad_list(r.second, g.second, r.leaves, p, "grad after the second backward")
-    return out
-
-
-def diff_later(r: CallRec, g: CallRec, p: Pair) -> list:
-    """Outputs must keep their values after later calls (a CUDA-graph replay must not
-    overwrite what an earlier call handed out)."""
-    def changed(c: CallRec) -> dict:
-        found = {}
-        for j, (now, later) in enumerate(zip(c.outputs, c.later or [])):
-            if isinstance(later, str) and later.startswith("<unreadable"):
-                # By design, torch.compile's CUDA graphs refuse to read an overwritten output.
-                if not (c is g and not p.strict and DEVICE.startswith("cuda")
-                        and PLAN["mode"] == "reduce-overhead"):
-                    found[j] = later
-            elif isinstance(now, TensorRec) and isinstance(later, TensorRec):
-                if d := diff_tensor(now, later, True, True):
-                    found[j] = d
-        return found
-
-    before = changed(r)
-    return [f"output {j} changed after later calls ({d}); in {p.ref_name} it kept its values"
-            for j, d in sorted(changed(g).items()) if j not in before]
-
-
-PER_CALL = (("outputs", diff_outputs), ("mutation", diff_inputs), ("aliasing", diff_aliasing),
-            ("autograd", diff_autograd), ("grads", diff_grads), ("cudagraph", diff_later))
-
-
-def guards(p: Pair, runs: dict) -> list:
-    """The variant call breaks what the compile assumed. torch.compile recompiles and must
-    agree with eager; the file must raise PythonifyGuardError, or agree with eager, or do
-    exactly what torch.compile did."""
-    e = runs["eager"].variant
-    if e is None or (e.raised and e.raised.phase == "inputs"):
-        return []
-    v = f"variant call ({PLAN['variant']})"
-    as_compile = Pair(p.name, "eager", runs["eager"], p.got, EXACT, False)
-
-    def all_diffs(r: CallRec, g: CallRec, q: Pair) -> list:
-        return [d for fn in (diff_outputs, diff_inputs, diff_aliasing, diff_grads)
-                for d in fn(r, g, q)]
-
-    got = p.got.variant
-    if got is None:
-        return []
-    if p.name == "torch.compile":
-        d = raise_diff(e.raised, got.raised, "eager")
-        if d or e.raised:
-            return [f"{v}: {d}"] if d else []
-        return [f"{v}: {x}" for x in all_diffs(e, got, as_compile)]
-    if got.raised and got.raised.short == GUARD_ERROR:
-        return []
-    if got.raised:
-        ok = e.raised is not None and got.raised.is_a(e.raised)
-        return [] if ok else [f"{v}: raised {got.raised}; expected {GUARD_ERROR}"]
-    if e.raised:
-        return [f"{v}: returned; eager raised {e.raised}"]
-    diffs = all_diffs(e, got, as_compile)
-    c = runs["torch.compile"].variant
-    if diffs and c is not None and c.raised is None and not all_diffs(c, got, p):
-        return []  # the file does what torch.compile does: that divergence is torch.compile's
-    return [f"{v} accepted by the file's guards: {d}" for d in diffs]
-
-
-def compare(p: Pair, runs: dict) -> dict:
-    """oracle -> differences of `p.got` from `p.ref`, the way pyfy-fuzz's oracles judge."""
-    found: dict = {o: [] for o in MODELLED}
-    ref, got, eager = p.ref, p.got, runs["eager"]
-    if got.setup is not None:
-        found["exceptions"].append(f"{p.name} could not be set up: {got.setup}")
-        return found
-    eager_raised = [c.raised for c in eager.calls] + [None] * len(ref.calls)
-    for i, (r, g) in enumerate(zip(ref.calls, got.calls)):
-        if p.strict and eager_raised[i] is None and r.raised is not None:
-            continue  # torch.compile crashed here: its finding, not the file's
-        if d := raise_diff(r.raised, g.raised, p.ref_name):
-            found["exceptions"].append(f"call {i}: {d}")
-            break
-    if not any(c.raised for c in ref.calls):  # the probes' own calls must agree too
-        for what, x, y in (("in-place probe", ref.writes, got.writes),
-                           ("version probe", ref.version, got.version)):
-            rx, gx = (z if isinstance(z, Exc) and z.phase == "probe call" else None
-                      for z in (x, y))
-            if d := raise_diff(rx, gx, p.ref_name):
-                found["exceptions"].append(f"{what} call: {d}")
-                break
-    for i, (r, g) in enumerate(zip(ref.calls, got.calls)):
-        if r.raised or g.raised or (p.strict and eager_raised[i]):
-            continue
-        for oracle, fn in PER_CALL:
-            found[oracle] += [f"call {i}: {d}" for d in fn(r, g, p)]
-    if isinstance(ref.writes, list) and isinstance(got.writes, list):
-        for k, ((rx, rin, rout), (gx, gin, gout)) in enumerate(zip(ref.writes, got.writes)):
-            if raise_diff(rx, gx, p.ref_name):
-                found["autograd"].append(f"writing into output {k} in place: "
-                                         f"{rx or 'allowed'} vs {gx or 'allowed'}")
-            elif rx is None and gx is None and (rin, rout) != (gin, gout):
-                found["aliasing"].append(f"writing into output {k} changed inputs {list(rin)} "
-                                         f"outputs {list(rout)} vs {list(gin)} {list(gout)}")
-    # Against eager, which arguments backward saves is the partitioner's choice (by design).
-    rv, gv = ref.version, got.version
-    if p.strict and rv is not None and gv is not None and (rv == "ok") != (gv == "ok") and not (
-            isinstance(rv, Exc) and rv.phase == "probe call" or
-            isinstance(gv, Exc) and gv.phase == "probe call"):
-        found["mutation"].append(f"backward after bumping the arguments' version counters: "
-                                 f"{rv} vs {gv}")
-    found["guards"] = guards(p, runs)
-    if ORACLE == "seq_nr":
-        found["seq_nr"] = (torch_invariants() + order_vs_eager(eager.order)
-                           if p.name == "torch.compile" else file_vs_torch(got.file))
-    return found
-
-
-# ------------------------------------------------------------------ main
-
-
-def header() -> None:
-    say(f"pyfy-fuzz repro  {FINDING['signature']}")
-    say(f"  kind: {KIND}   oracle: {ORACLE}   subject: {SUBJECT}   wrappers: "
-        f"{', '.join(FINDING['wrappers']) or '-'}")
-    for line in FINDING["explanation"].splitlines():
-        say(f"  | {line}")
-    say(f"  torch {torch.__version__}   python {sys.version.split()[0]}   backend {BACKEND}   "
-        f"device {DEVICE}")
-    say("  plan: " + ", ".join(f"{k}={v}" for k, v in PLAN.items()))
-    say("")
-
-
-def verdict(found: dict) -> int:
-    """Exit 1 while the finding's oracle sees a difference in the finding's pair; for an
-    oracle this miniature does not model, while any difference at all remains."""
-    if ORACLE in MODELLED and SUBJECT in found:
-        diffs = found[SUBJECT][ORACLE]
-    else:
-        say(f"note: the {ORACLE!r} oracle (subject {SUBJECT}) is not modelled by this miniature,"
-            f" so any difference counts; for the full check run `pyfy-fuzz replay {HERE}`")
-        diffs = [d for by_oracle in found.values() for ds in by_oracle.values() for d in ds]
-    if diffs:
-        say(f"RESULT: BUG PRESENT ({len(diffs)} difference(s) under {ORACLE}); exit 1")
-        return 1
-    say(f"RESULT: not reproduced (no difference under {ORACLE}); exit 0")
-    return 0
-
-
-def main() -> int:
-    if KIND == "hang":  # a watchdog: print every thread's stack and exit 1
-        faulthandler.dump_traceback_later(HANG_TIMEOUT_S, exit=True)
-    header()
-    configure()
-    makers = [("eager", eager_subject), ("torch.compile", compile_subject)]
-    if FILE.exists():
-        makers.append(("pythonify", pythonify_subject))
-    elif SUBJECT == "pythonify":
-        say(f"RESULT: cannot check: {FILE} is missing; exit 2")
-        return 2
-    else:
-        say(f"(no {FILE.name} next to this file: the pythonified file is not run)")
-    runs = {name: run_subject(name, make) for name, make in makers}
-    if ORACLE == "seq_nr" and PLAN["backward"]:
-        say("[eager] autograd order (backward nodes by sequence number)")
-        runs["eager"].order = eager_order()
-    pairs = [Pair("torch.compile", "eager", runs["eager"], runs["torch.compile"], EXACT, False)]
-    if "pythonify" in runs:
-        pairs.append(Pair("pythonify", "torch.compile", runs["torch.compile"],
-                          runs["pythonify"], True, True))
-    found = {}
-    for p in pairs:
-        say(f"\n== {p.name} vs {p.ref_name}{'  (this finding)' if p.name == SUBJECT else ''}")
-        if p.ref.setup is not None:
-            say(f"   not compared: {p.ref_name} could not be set up: {p.ref.setup}")
-            continue
-        found[p.name] = compare(p, runs)
-        for oracle, diffs in found[p.name].items():
-            for d in diffs:
-                say(f"   {oracle}: {d}")
-        if not any(found[p.name].values()):
-            say("   no differences")
-    say("")
-    if SUBJECT in ("torch.compile", "pythonify") and SUBJECT not in found:
-        say(f"RESULT: cannot check: the reference of {SUBJECT} could not be set up; exit 2")
-        return 2
-    return verdict(found)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-'''
+def repro_record(entry_dir: Path, code: int | None, tail: str) -> dict[str, Any]:
+    """What case.json keeps of a check_repro run: whether the repro shows the bug on its own."""
+    verdicts = {None: "timeout", 0: "passes", 1: "reproduces", 2: "error"}
+    verdict = verdicts.get(code, "interpreter died" if code is not None and code < 0 else "error")
+    return {
+        "exit_code": code,
+        "verdict": verdict,
+        "checked": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "tail": tail[-2000:],
+    }

@@ -25,6 +25,13 @@ def test_every_checked_in_entry_is_valid_complete_and_triaged() -> None:
         assert case["expected"] == ("fail" if case["bug_in"] == "torch" else "pass"), sig
         if case["subject"] == "pythonify" and case["bug_in"] == "pythonify":
             assert case["expected"] == "pass"
-        ast.parse((e.path / "repro.py").read_text())  # well-formed Python
+        source = (e.path / "repro.py").read_text()
+        ast.parse(source)  # well-formed Python
+        assert case["format"] == 2 and case["identity"] and case["coarse"], sig
+        assert len(source.splitlines()) <= 80, f"{sig}: repro.py is not paste-sized"
+        # Checked where pyfy-fuzz cannot be imported when it was saved (migrate / run):
+        # every torch bug's repro shows it on its own.
+        if case["bug_in"] == "torch":
+            assert case["repro"]["verdict"] == "reproduces", (sig, case["repro"])
     kinds = {e.case["bug_in"] for e in corpus.entries.values()}
     assert kinds == {"torch", "pythonify", "pyfy-fuzz"}

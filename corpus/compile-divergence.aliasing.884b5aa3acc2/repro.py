@@ -1,0 +1,42 @@
+"""torch.compile (aot_eager): output aliasing differs from eager (output N is input [...])
+python repro.py  # exit 1 while the bug is present, 0 once fixed
+"""
+
+import torch
+import torch._functorch.config
+
+torch._functorch.config.force_non_lazy_backward_lowering = True  # as pyfy-fuzz
+
+class Fn0(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(3)
+        y = x
+        ctx.mark_dirty(x)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 3
+
+def f(a0):
+    v0 = Fn0.apply(a0)
+    return v0
+
+def make_inputs(seed=0):  # the values pyfy-fuzz drew
+    g = torch.Generator().manual_seed(seed)
+    a0 = torch.randn((), generator=g).requires_grad_().clone()  # a non-leaf
+    return a0,
+
+def observe(fn):
+    args = make_inputs()
+    out = fn(*args)
+    return [f"a{i}" for i, a in enumerate(args) if a is out]
+
+expected = observe(f)
+actual = observe(torch.compile(f, backend="aot_eager"))
+print(f"eager:         {expected}")
+print(f"torch.compile: {actual}")
+if actual != expected:
+    raise SystemExit("BUG: which arguments output 0 is: torch.compile differs from eager")
+print("same: the bug is fixed")

@@ -1,0 +1,30 @@
+"""torch.compile (aot_eager): autograd metadata differs from eager (output N.is_leaf True)
+python repro.py  # exit 1 while the bug is present, 0 once fixed
+"""
+
+import torch
+import torch._functorch.config
+
+torch._functorch.config.force_non_lazy_backward_lowering = True  # as pyfy-fuzz
+
+def f(a0):
+    with torch.no_grad():
+        v0 = a0.unsqueeze(0)
+    return v0
+
+def make_inputs(seed=0):  # the values pyfy-fuzz drew
+    g = torch.Generator().manual_seed(seed)
+    a0 = torch.randn((), generator=g).requires_grad_()
+    return a0,
+
+def observe(fn):
+    out = fn(*make_inputs())
+    return out.is_leaf
+
+expected = observe(f)
+actual = observe(torch.compile(f, backend="aot_eager"))
+print(f"eager:         {expected}")
+print(f"torch.compile: {actual}")
+if actual != expected:
+    raise SystemExit("BUG: output 0.is_leaf: torch.compile differs from eager")
+print("same: the bug is fixed")

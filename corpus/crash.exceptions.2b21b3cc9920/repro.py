@@ -1,0 +1,38 @@
+"""torch.compile (aot_eager): raises IndexError where eager runs: list index out of range
+python repro.py  # exit 1 while the bug is present, 0 once fixed
+"""
+
+import torch
+from functorch.compile import min_cut_rematerialization_partition, nop
+from torch._functorch.aot_autograd import aot_function
+
+def f(a0, a1):
+    with torch.inference_mode():
+        a0.add_(1)
+    v0 = a0.sin()
+    return v0
+
+def make_inputs(seed=0):  # the values pyfy-fuzz drew
+    g = torch.Generator().manual_seed(seed)
+    a0 = torch.randn((), generator=g).requires_grad_()
+    a1 = a0  # the same tensor again
+    return a0, a1
+
+def outcome(fn):  # None, or what the calls raise
+    try:
+        fn(*make_inputs())
+    except Exception as e:  # a compiler crash: what the compiler raised
+        return getattr(e, "inner_exception", None) or e
+    return None
+
+compiled = aot_function(  # the AOT front-end, without Dynamo
+    f, fw_compiler=nop, bw_compiler=nop, keep_inference_input_mutations=True,
+    partition_fn=min_cut_rematerialization_partition,
+)
+expected = outcome(f)
+actual = outcome(compiled)
+print(f"eager:         {expected!r:.300}")
+print(f"torch.compile: {actual!r:.300}")
+if not isinstance(actual, type(expected)):
+    raise SystemExit("BUG: torch.compile raises differently from eager")
+print("same: the bug is fixed")

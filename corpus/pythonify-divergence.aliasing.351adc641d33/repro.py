@@ -1,0 +1,55 @@
+"""pythonify (aot_eager): output aliasing differs from torch.compile (output N is input [...])
+python repro.py  # exit 1 while the bug is present, 0 once fixed
+"""
+
+import importlib.util
+import os
+
+import torch
+import torch._functorch.config
+
+torch._functorch.config.force_non_lazy_backward_lowering = True  # as pyfy-fuzz
+
+class Program(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(1234)
+        self.p0 = torch.nn.Parameter(torch.randn((4, 1, 4), generator=g))
+        self.p1 = self.p0  # tied
+        self.register_buffer("b0", torch.randn((4, 1, 4), generator=g))
+        self.bn = torch.nn.BatchNorm1d(1)
+        self.register_full_backward_hook(lambda m, gi, go: None)
+
+    def forward(self, a0, a1):
+        v0 = a0 + self.p0
+        with torch.no_grad():
+            self.b0.sin_()
+        with torch.no_grad():
+            v1 = self.p0 - self.p0
+        return a0
+
+def make_inputs(seed=0):  # the values pyfy-fuzz drew
+    g = torch.Generator().manual_seed(seed)
+    a0 = torch.randn((4, 1, 4), generator=g)
+    a1 = torch.randn((), generator=g).requires_grad_().clone()  # a non-leaf
+    return a0, a1
+
+def observe(fn):
+    args = make_inputs()
+    out = fn(*args)
+    return [f"a{i}" for i, a in enumerate(args) if a is out]
+
+path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pythonified.py")
+file_spec = importlib.util.spec_from_file_location("pythonified", path)
+pythonified = importlib.util.module_from_spec(file_spec)
+file_spec.loader.exec_module(pythonified)
+m = Program()
+pythonified.bind(m)
+m.forward = pythonified.call
+expected = observe(torch.compile(Program(), backend="aot_eager"))
+actual = observe(m)
+print(f"torch.compile:  {expected}")
+print(f"pythonified.py: {actual}")
+if actual != expected:
+    raise SystemExit("BUG: which arguments output 0 is: pythonified.py differs from torch.compile")
+print("same: the bug is fixed")
