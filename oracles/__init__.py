@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from . import aliasing, autograd, cudagraph, exceptions, grads, guards, mutation, outputs, seq_nr
 from .by_design import BY_DESIGN, ByDesign
+from .consequences import fold
 from .evidence import Evidence
 from .finding import KINDS, Finding
 
@@ -29,13 +30,13 @@ _ATTRIBUTABLE = ("exceptions", "outputs", "mutation", "aliasing", "autograd", "g
 
 
 def check_all(evidence: Evidence) -> list[Finding]:
-    """Every oracle's findings, in a fixed order (exceptions first), attributed: see
-    `_torch_alone`."""
+    """Every oracle's findings, in a fixed order (exceptions first), attributed (see
+    `_torch_alone`), each consequence folded into its cause (Note [Consequences])."""
     found: list[Finding] = []
     for name, check in ORACLES.items():
         got = check(evidence)
         found += [f for f in got if not _torch_alone(evidence, name, f, got)]
-    return found
+    return fold(evidence, found)
 
 
 def _torch_alone(ev: Evidence, oracle: str, f: Finding, same_oracle: list[Finding]) -> bool:

@@ -160,7 +160,9 @@ def diff_autograd(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
         if isinstance(r, TensorObs) and isinstance(g, TensorObs)
     ]
     for j, r, g in tensors:
-        for what in ("requires_grad", "is_leaf", "is_inference"):
+        # is_leaf first: which way the output moved (a leaf became a graph node or the other
+        # way) names the bug; requires_grad and grad_fn mostly follow from it.
+        for what in ("is_leaf", "requires_grad", "is_inference"):
             if getattr(r, what) != getattr(g, what):
                 out.append(f"output {j}.{what} {getattr(r, what)} vs {getattr(g, what)}")
         refused = [x for x in (r.grad_fn, g.grad_fn) if x is not None and x.startswith("<")]

@@ -38,6 +38,9 @@ class Finding:
     # frame it was raised from ("torch/_functorch/...py:function"); "" for divergences.
     message: str = ""
     frame: str = ""
+    # Findings of other oracles this one explains, folded into it as (oracle, aspect) (Note
+    # [Consequences] in consequences.py): not part of the identity, only of the severity.
+    consequences: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS + CAMPAIGN_KINDS:
@@ -101,6 +104,7 @@ class Finding:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["wrappers"] = list(self.wrappers)
+        d["consequences"] = [list(c) for c in self.consequences]
         d["signature"] = self.signature
         d["coarse"] = self.coarse
         d["identity_paths"] = list(self.identity_paths)
@@ -118,4 +122,5 @@ class Finding:
             aspect=d.get("aspect", ""),
             message=d.get("message", ""),
             frame=d.get("frame", ""),
+            consequences=tuple((str(o), str(a)) for o, a in d.get("consequences", ())),
         )

@@ -29,16 +29,81 @@ from ._calls import (
 )
 from .evidence import Evidence
 from .finding import Finding
+from .identity import aspect_of
 
 NAME = "guards"
 GUARD_ERROR = "PythonifyGuardError"
 
 
+# The per-call comparisons a variant call gets, by the oracle that makes them on plan calls;
+# inputs first: a returned argument that differs is the argument's difference (Note
+# [Consequences] in consequences.py).
+_COMPARISONS = (
+    ("mutation", diff_inputs),
+    ("outputs", diff_outputs),
+    ("aliasing", diff_aliasing),
+    ("grads", diff_grads),
+)
+
+# Note [Variant-call identity]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# What torch.compile gets wrong on the variant call names one of two bugs, told apart by
+# whether Dynamo compiled a new graph for the call:
+#
+# - It recompiled: the new graph is an ordinary compile of the variant inputs, and its
+#   difference from eager is the bug a first call with those inputs shows. It is identified
+#   as that: by the oracle that compares the property and its aspect ("input <arg> after the
+#   call: values differ"), not as a guards finding, so a bug met on a first call and on a
+#   recompile is one entry.
+# - It reused the graph compiled for other aliasing (the variant changes only which arguments
+#   share memory): a guard on aliasing is missing, and every symptom -- stale values, an error
+#   eager raises and the graph does not, a crash inside the reused graph's epilogue -- is that
+#   one bug. Identified by `REUSED_ALIASING`, whatever the symptom.
+#
+# A reused graph under a shape or dtype variant (dynamic shapes admit the new sizes) keeps the
+# per-symptom identity: the graph was meant to serve those inputs, so what it gets wrong is
+# the graph's own bug, not a guard's.
+REUSED_ALIASING = "variant call (aliasing): ran on the graph compiled for other aliasing"
+
+
 def _diffs(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
-    out = []
-    for fn in (diff_outputs, diff_inputs, diff_aliasing, diff_grads):
-        out += fn(ref, got, ctx)
-    return out
+    return [d for _, d in _oracle_diffs(ref, got, ctx)]
+
+
+def _oracle_diffs(ref: CallObs, got: CallObs, ctx: PairContext) -> list[tuple[str, str]]:
+    return [(name, d) for name, fn in _COMPARISONS for d in fn(ref, got, ctx)]
+
+
+def _compiled_variant(ev: Evidence, e: CallObs, c: CallObs) -> list[Finding]:
+    """torch.compile's variant call against eager's, identified as Note [Variant-call
+    identity] says."""
+    called = f"variant call ({e.variant}{', recompiled' if c.recompiled else ''})"
+    how = raise_difference(e.raised, c.raised)
+    pairs: list[tuple[str, str]] = []
+    kind: str | None = None
+    if how in ("raised", "returned"):
+        what = c.raised.short_type if c.raised else "returned"
+        exp = e.raised.short_type if e.raised else "returned"
+        diffs = [f"{called}: {what}; eager {exp}"]
+        exc, kind = (c.raised or e.raised), ("crash" if e.raised is None else None)
+    elif how == "other" and e.raised is not None and c.raised is not None:
+        diffs = [f"{called}: raised {c.raised.short_type}; eager raised {e.raised.short_type}"]
+        exc = c.raised
+    elif e.raised is None:
+        pairs = _oracle_diffs(e, c, PairContext(ev, "torch.compile", ev.compile_exact))
+        diffs, exc = [f"{called}: {d}" for _, d in pairs], None
+    else:
+        return []
+    if not diffs:
+        return []
+    if e.variant == "aliasing" and not c.recompiled:
+        return [finding(ev, NAME, "torch.compile", diffs, aspect=REUSED_ALIASING)]
+    if exc is not None:
+        return [finding(ev, NAME, "torch.compile", diffs, kind=kind, exc=exc)]
+    if c.recompiled:
+        oracle, first = pairs[0]
+        return [finding(ev, oracle, "torch.compile", diffs, aspect=aspect_of(first))]
+    return [finding(ev, NAME, "torch.compile", diffs)]
 
 
 def _agrees_with_compile(ev: Evidence, c: CallObs | None, p: CallObs) -> bool:
@@ -56,45 +121,7 @@ def check(ev: Evidence) -> list[Finding]:
     out = []
     c = ev.compiled.variant
     if c is not None and ev.compiled.setup_error is None:
-        how = raise_difference(e.raised, c.raised)
-        if how in ("raised", "returned"):
-            what = c.raised.short_type if c.raised else "returned"
-            exp = e.raised.short_type if e.raised else "returned"
-            kind = "crash" if e.raised is None else None
-            out.append(
-                finding(
-                    ev,
-                    NAME,
-                    "torch.compile",
-                    [f"variant call ({e.variant}): {what}; eager {exp}"],
-                    kind=kind,
-                    exc=c.raised if c.raised else e.raised,
-                )
-            )
-        elif how == "other" and e.raised is not None and c.raised is not None:
-            out.append(
-                finding(
-                    ev,
-                    NAME,
-                    "torch.compile",
-                    [
-                        f"variant call ({e.variant}): raised {c.raised.short_type}; "
-                        f"eager raised {e.raised.short_type}"
-                    ],
-                    exc=c.raised,
-                )
-            )
-        elif e.raised is None:
-            diffs = _diffs(e, c, PairContext(ev, "torch.compile", ev.compile_exact))
-            if diffs:
-                out.append(
-                    finding(
-                        ev,
-                        NAME,
-                        "torch.compile",
-                        [f"variant call ({e.variant}): {d}" for d in diffs],
-                    )
-                )
+        out += _compiled_variant(ev, e, c)
     p = ev.pythonified.variant if ev.pythonified is not None else None
     if p is None or ev.pythonified is None or ev.pythonified.setup_error is not None:
         return out

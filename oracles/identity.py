@@ -196,7 +196,17 @@ _METADATA_WORDS = ("stride", "storage offset", "structure", "second backward", "
 
 
 def severity_of(finding: Mapping[str, Any]) -> int:
-    """1..5 (SEVERITIES) from a finding's (or case.json's) kind, oracle and aspect."""
+    """1..5 (SEVERITIES) from a finding's (or case.json's) kind, oracle and aspect; the
+    worst of it and of the findings folded into it (Note [Consequences])."""
+    own = _severity(finding)
+    folded = [
+        _severity({"kind": finding.get("kind"), "oracle": o, "aspect": a})
+        for o, a in finding.get("consequences") or ()
+    ]
+    return min([own, *folded])
+
+
+def _severity(finding: Mapping[str, Any]) -> int:
     kind, oracle = finding.get("kind"), finding.get("oracle")
     aspect = str(finding.get("aspect") or "")
     if kind in _CRASH_KINDS:

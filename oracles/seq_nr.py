@@ -82,10 +82,12 @@ def invariants(fx_meta: dict[str, tuple[Any, ...]]) -> list[str]:
     if unmapped:
         seqs = sorted({n.seq_nr for n in unmapped})
         names = ", ".join(f"{n.name} ({n.target})" for n in unmapped[:4])
+        in_fn = sum(n.custom_function for n in unmapped)
         diffs.append(
             f"{len(unmapped)} backward nodes name no forward node: {names}"
             f"{', ...' if len(unmapped) > 4 else ''}; seq_nr {seqs} is in neither the forward "
             "graph nor the recomputed nodes, and they are not marked is_gradient_acc"
+            + (f"; {in_fn} of them traced from {_IN_FUNCTION}" if in_fn else "")
         )
     return diffs
 
@@ -187,6 +189,7 @@ _VIEW_OPS = re.compile(
     r"\w+_backward|\w+_copy)\b"
 )
 _TARGETS = re.compile(r"\(([\w.]+)\)")
+_IN_FUNCTION = "a custom autograd.Function's backward"
 
 
 def mapping_kind(difference: str) -> str:
@@ -198,6 +201,10 @@ def mapping_kind(difference: str) -> str:
         return aspect_of(difference)
     if kind != "backward nodes name no forward node":
         return kind
+    if _IN_FUNCTION in difference:
+        # Whatever the nodes compute (effect tokens of a print, views, math), a custom
+        # Function's backward runs its body before its node exists: one cause.
+        return f"{kind} (custom autograd.Function backward)"
     targets = _TARGETS.findall(difference.split(";", 1)[0])
     if any("with_effects" in t or "token" in t for t in targets):
         return f"{kind} (effect tokens)"

@@ -48,7 +48,7 @@ class Check:
 
 
 _CALL = re.compile(r"^call (\d+): ")
-_VARIANT = re.compile(r"^variant call \((\w+)\)( accepted by the file's guards)?: ")
+_VARIANT = re.compile(r"^variant call \((\w+)(, recompiled)?\)( accepted by the file's guards)?: ")
 # "raised X in call: ...; eager did not", "returned; eager raised X",
 # "BackendCompilerFailed(RuntimeError); eager returned" (the guards oracle's variant call)
 _RAISES = re.compile(r"^(raised |returned|[\w.]+(\(\w+\))?; eager (returned|raised))")

@@ -585,6 +585,7 @@ class Campaign:
             "aspect": f.get("aspect", ""),
             "message": f.get("message", ""),
             "frame": f.get("frame", ""),
+            "consequences": list(f.get("consequences", ())),
             "explanation": f.get("explanation", ""),
             "severity": severity_of(f),
             "title": title_of(f, c.backend, mode),

@@ -39,8 +39,12 @@ from .atomic import atomic_write
 # 2: signatures are bug identities (oracles/identity.py): "coarse" and "identity" added, and
 # severity / title / difference for the report. Format 1 entries are migrated by
 # `pyfy-fuzz migrate`, never read as if they were current.
-FORMAT = 2
-OLD_FORMATS = (1,)
+# 3: consequences fold into their causes (Note [Consequences] in oracles/consequences.py), a
+# variant call is identified by whether it recompiled (Note [Variant-call identity] in
+# oracles/guards.py), autograd aspects lead with is_leaf, seq_nr names custom Functions:
+# identities of format 2 may have moved, so format 2 entries are migrated as format 1 ones.
+FORMAT = 3
+OLD_FORMATS = (1, 2)
 CASE = "case.json"
 _REQUIRED = ("format", "signature", "kind", "oracle", "subject", "spec", "expected")
 _REQUIRED_2 = ("coarse", "identity")

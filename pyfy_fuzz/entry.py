@@ -80,7 +80,7 @@ def _expected_vs_actual(case: dict[str, Any]) -> list[str]:
     subject = str(case.get("subject", "torch.compile"))
     ref = "torch.compile" if subject == "pythonify" else "eager"
     diff = str(case.get("difference") or first_difference(case))
-    m = re.match(r"^(call \d+|variant call \(\w+\)[^:]*): (.*)$", diff)
+    m = re.match(r"^(call \d+|variant call \([\w, ]+\)[^:]*): (.*)$", diff)
     at, what = (f", {m[1]}", m[2]) if m else ("", diff)
     pair = None
     if m := re.match(r"raised (.*?); (eager|torch\.compile) did not$", what):

@@ -1,5 +1,8 @@
 """`pyfy-fuzz migrate CORPUS`: re-key entries of an older case.json format as bug identities.
 
+(Format 2 entries are migrated the same way: format 3 refined the identity -- consequences
+folded into causes, variant calls by what they compiled -- so a format 2 key may have moved.)
+
 Format 1 signed a finding by kind, oracle, subject, wrapper paths and exception type, so one
 root cause was split across signatures and distinct crashes merged. Format 2 signs it by its
 identity (Note [Bug identity] in oracles/identity.py), which needs what format 1 never stored:
@@ -70,13 +73,25 @@ def _finding_from_result(case: dict[str, Any], result: Any) -> Finding | None:
                 case.get("exc_type"),
             )  # fmt: skip
         return None
-    same = [
-        Finding.from_dict(f)
-        for f in result.get("findings", ())
-        if (f["kind"], f["oracle"], f["subject"]) == (case["kind"], case["oracle"], case["subject"])
-    ]
+    found = [Finding.from_dict(f) for f in result.get("findings", ())]
+    same = [f for f in found if (f.kind, f.oracle, f.subject) == _kos(case)]
     same.sort(key=lambda f: f.exc_type != case.get("exc_type"))
-    return same[0] if same else None
+    return same[0] if same else next((f for f in found if _moved(case, f)), None)
+
+
+def _kos(case: dict[str, Any]) -> tuple[str, str, str]:
+    return case["kind"], case["oracle"], case["subject"]
+
+
+def _moved(case: dict[str, Any], f: Finding) -> bool:
+    """`f` is the old entry's bug under another oracle or kind of format 3: a consequence
+    folded into its cause (Note [Consequences]), or a variant call's finding identified by
+    what the call compiled (Note [Variant-call identity])."""
+    if f.subject != case["subject"]:
+        return False
+    if any(o == case["oracle"] for o, _ in f.consequences):
+        return f.kind == case["kind"]
+    return case["oracle"] == "guards" and "variant call (" in f.explanation
 
 
 def _finding_from_case(case: dict[str, Any]) -> Finding:
@@ -102,6 +117,8 @@ def _finding_from_case(case: dict[str, Any]) -> Finding:
 def _new_case(old: dict[str, Any], f: Finding, how: str) -> dict[str, Any]:
     d = f.to_dict()
     mode = old["spec"].get("plan", {}).get("mode")
+    # A re-run's explanation: its lines name what the identity now rests on.
+    explanation = f.explanation if how == "re-run" else old.get("explanation", "")
     case = dict(old)
     case.update(
         format=FORMAT,
@@ -113,10 +130,11 @@ def _new_case(old: dict[str, Any], f: Finding, how: str) -> dict[str, Any]:
         aspect=d["aspect"],
         message=f.message,
         frame=f.frame,
-        explanation=old.get("explanation", ""),
+        consequences=d["consequences"],
+        explanation=explanation,
         severity=severity_of(d),
         title=title_of(d, old.get("backend", "aot_eager"), mode),
-        difference=difference_of(old.get("explanation", "")),
+        difference=difference_of(explanation),
         migrated_from=[old["signature"]],
         migrated_by=how,
     )
@@ -168,12 +186,19 @@ def migrate(root: Path, *, workers: int = 1, case_timeout: float = 120.0) -> Mig
         has_file = (source.path / "pythonified.py").is_file()
         if has_file:
             shutil.copy2(source.path / "pythonified.py", staging / "pythonified.py")
+        # An old entry whose identity did not move holds the new entry's name: set it aside
+        # first (kept under .migrated/), and back if the new one cannot be put in place.
+        same_name = next((e for e, _ in members if e.path == root / sig), None)
+        aside = _retire(root, same_name.path) if same_name is not None else None
         path, how = corpus.put(staging, case, entry_files(case, has_pythonified=has_file))
         if how == "blocked":
+            if aside is not None:
+                os.rename(aside, root / sig)
             report.notes.append(f"{sig}: a directory of that name does not load; left alone")
             continue
         for e, c in members:
-            _retire(root, e.path)
+            if e is not same_name:
+                _retire(root, e.path)
             report.migrated.append((e.path.name, path.name, c["migrated_by"]))
         if case["kind"] != "hang":  # the new repro.py, run where pyfy-fuzz cannot be imported
             code, tail = check_repro(path)
@@ -181,8 +206,9 @@ def migrate(root: Path, *, workers: int = 1, case_timeout: float = 120.0) -> Mig
     return report
 
 
-def _retire(root: Path, path: Path) -> None:
-    """Move a migrated old entry under .migrated/ (kept, out of the corpus's way)."""
+def _retire(root: Path, path: Path) -> Path:
+    """Move a migrated old entry under .migrated/ (kept, out of the corpus's way); where it
+    went."""
     aside = root / ".migrated"
     aside.mkdir(exist_ok=True)
     target = aside / path.name
@@ -191,3 +217,4 @@ def _retire(root: Path, path: Path) -> None:
         target = aside / f"{path.name}.{n}"
         n += 1
     os.rename(path, target)
+    return target

@@ -38,6 +38,8 @@ from typing import Any
 from oracles import identity
 from oracles.identity import SEVERITIES
 
+from .corpus import FORMAT, OLD_FORMATS
+
 __all__ = [
     "SEVERITIES",
     "FindingsError",
@@ -58,7 +60,7 @@ __all__ = [
 ]
 
 CASE = "case.json"
-FORMATS = (1, 2)  # case.json formats this view reads
+FORMATS = (*OLD_FORMATS, FORMAT)  # case.json formats this view reads
 _REQUIRED = ("signature", "kind", "oracle", "subject")
 
 F_MAX_LINES = 40  # of the repro's f kept for the report (a shrunk f is a few lines)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pyfy_fuzz.corpus import FORMAT
 from pyfy_fuzz.triage_view import (
     SEVERITIES,
     FindingsError,
@@ -234,7 +235,7 @@ def test_load_a_corpus_skipping_damaged_entries(tmp_path: Path) -> None:
     _write_entry(root, _case("compile-divergence", "seq_nr", sig="a", count=9))
     _write_entry(root, _case("crash", "exceptions", sig="b", count=2, exc_type="RuntimeError"))
     two = _case(
-        "compile-divergence", "mutation", sig="c", format=2, severity=1,
+        "compile-divergence", "mutation", sig="c", format=FORMAT, severity=1,
         title="torch.compile (aot_eager): in-place write to a 0-d float64 argument is lost",
         difference="call 0: input a0 after the call: values differ: expected [1.], got [0.]",
         identity={"kind": "compile-divergence", "paths": []}, coarse="0123456789ab",

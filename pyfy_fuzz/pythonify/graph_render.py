@@ -169,6 +169,16 @@ class FxNodeMeta:
     seq_nr: int | None
     is_gradient_acc: bool
     autograd_backward: bool
+    # Traced from a custom autograd.Function's forward or backward (Dynamo records the
+    # Function in the node's source_fn_stack): whose seq_nr rule the node follows (seeds/004).
+    custom_function: bool = False
+
+
+def _from_custom_function(node: torch.fx.Node) -> bool:
+    """Whether Dynamo's source_fn_stack names an autograd.Function; entries are
+    (name, target) pairs, and a torch without the key says nothing."""
+    stack = node.meta.get("source_fn_stack") or ()
+    return any(isinstance(e, tuple) and e and e[0] == "autograd.function" for e in stack)
 
 
 def fx_node_meta(gm: torch.fx.GraphModule) -> tuple[FxNodeMeta, ...]:
@@ -179,6 +189,7 @@ def fx_node_meta(gm: torch.fx.GraphModule) -> tuple[FxNodeMeta, ...]:
             seq_nr=int(n.meta["seq_nr"]) if "seq_nr" in n.meta else None,
             is_gradient_acc=bool(n.meta.get("is_gradient_acc")),
             autograd_backward=bool(n.meta.get("autograd_backward")),
+            custom_function=_from_custom_function(n),
         )
         for n in gm.graph.nodes
         if n.op == "call_function"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from pyfy_fuzz.corpus import Corpus
+from pyfy_fuzz.corpus import FORMAT, Corpus
 
 ROOT = Path(__file__).resolve().parents[2] / "corpus"
 
@@ -27,7 +27,7 @@ def test_every_checked_in_entry_is_valid_complete_and_triaged() -> None:
             assert case["expected"] == "pass"
         source = (e.path / "repro.py").read_text()
         ast.parse(source)  # well-formed Python
-        assert case["format"] == 2 and case["identity"] and case["coarse"], sig
+        assert case["format"] == FORMAT and case["identity"] and case["coarse"], sig
         assert len(source.splitlines()) <= 80, f"{sig}: repro.py is not paste-sized"
         # Checked where pyfy-fuzz cannot be imported when it was saved (migrate / run):
         # every torch bug's repro shows it on its own.

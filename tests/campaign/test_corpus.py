@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from generators import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
-from pyfy_fuzz.corpus import CASE, Corpus, CorpusError, atomic_write
+from pyfy_fuzz.corpus import CASE, FORMAT, Corpus, CorpusError, atomic_write
 
 
 def _spec(n_stmts: int = 1) -> ProgramSpec:
@@ -31,7 +31,7 @@ def _spec(n_stmts: int = 1) -> ProgramSpec:
 def _case(sig: str = "crash.exceptions.0123456789ab", n_stmts: int = 1, **kw: Any) -> dict:
     spec = _spec(n_stmts)
     case = {
-        "format": 2,
+        "format": FORMAT,
         "signature": sig,
         "coarse": sig.rsplit(".", 1)[-1],
         "identity": {"paths": []},

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pyfy_fuzz.cli import main
-from pyfy_fuzz.corpus import CASE, Corpus
+from pyfy_fuzz.corpus import CASE, FORMAT, Corpus
 from pyfy_fuzz.migrate import _finding_from_case, _merge, old_entries
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,7 +105,7 @@ def test_migrate_reruns_rekeys_and_moves_the_old_entry_aside(tmp_path: Path, cap
     assert not corpus.problems and len(corpus.entries) == 1
     (entry,) = corpus.entries.values()
     case = entry.case
-    assert case["format"] == 2 and case["migrated_from"] == [OLD["signature"]]
+    assert case["format"] == FORMAT and case["migrated_from"] == [OLD["signature"]]
     assert case["migrated_by"] == "re-run"  # the torch bug still reproduces
     assert case["identity"]["message"] == "expand: the requested shape has too few dimensions!"
     assert case["identity"]["frame"].startswith("torch/")
@@ -116,6 +116,14 @@ def test_migrate_reruns_rekeys_and_moves_the_old_entry_aside(tmp_path: Path, cap
     # Nothing left to do the second time.
     assert main(["migrate", str(root)]) == 0
     assert "no old-format entries" in capsys.readouterr().out
+    # An entry of the previous format whose identity did not move keeps its name: the old
+    # directory is set aside first (kept), the new one takes its place.
+    (entry.path / CASE).write_text(json.dumps({**case, "format": FORMAT - 1}))
+    assert main(["migrate", str(root)]) == 0
+    again = Corpus.open(root)
+    assert not again.problems and list(again.entries) == [entry.path.name]
+    assert again.entries[entry.path.name].case["format"] == FORMAT
+    assert json.loads((root / ".migrated" / entry.path.name / CASE).read_text())["format"] == 2
 
 
 def test_migrate_errors_are_one_line(tmp_path: Path, capsys) -> None:

@@ -1,0 +1,45 @@
+"""torch.compile (aot_eager): autograd metadata differs from eager (output N.is_leaf False)
+python repro.py  # exit 1 while the bug is present, 0 once fixed
+"""
+
+import torch
+import torch._functorch.config
+
+torch._functorch.config.force_non_lazy_backward_lowering = True  # as pyfy-fuzz
+
+class Fn0(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(3)
+        y = x
+        ctx.mark_dirty(x)
+        ctx.set_materialize_grads(False)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        if g is None:
+            return None
+        return g * 3
+
+def f(a0):
+    v0 = a0.tanh()
+    v2 = Fn0.apply(a0)
+    return v0
+
+def make_inputs(seed=0):  # the values pyfy-fuzz drew
+    g = torch.Generator().manual_seed(seed)
+    a0 = torch.randn((1,), generator=g).requires_grad_().clone()  # a non-leaf
+    return a0,
+
+def observe(fn):
+    out = fn(*make_inputs())
+    return out.is_leaf
+
+expected = observe(f)
+actual = observe(torch.compile(f, backend="aot_eager"))
+print(f"eager:         {expected}")
+print(f"torch.compile: {actual}")
+if actual != expected:
+    raise SystemExit("BUG: output 0.is_leaf: torch.compile differs from eager")
+print("same: the bug is fixed")

@@ -1,0 +1,38 @@
+"""torch.compile (aot_eager): differs from eager on a call that breaks its guards (variant call (aliasing): ran on the graph compiled for other aliasing)
+python repro.py  # exit 1 while the bug is present, 0 once fixed
+"""
+
+import torch
+
+def f(a0, a1):
+    a0.add_(1)
+    v0 = a1.sin()
+    return v0
+
+def make_inputs(seed=0):  # the values pyfy-fuzz drew
+    g = torch.Generator().manual_seed(seed)
+    a0 = torch.randn((1,), generator=g)
+    a1 = a0.select(0, 0)
+    return a0, a1
+
+def make_variant_inputs(seed=0):  # aliasing unlike make_inputs
+    g = torch.Generator().manual_seed(seed)
+    a0 = torch.randn((1,), generator=g)
+    a1 = a0.select(0, 0)
+    a1 = a1.detach().clone()  # shares nothing now
+    return a0, a1
+
+def observe(fn):
+    for seed, make in ((0, make_inputs), (0, make_variant_inputs)):  # the last breaks the compile's guards
+        out = fn(*make(seed))
+    return out
+
+expected = observe(f)
+actual = observe(torch.compile(f, backend="aot_eager"))
+print(f"eager:         {expected}")
+print(f"torch.compile: {actual}")
+try:
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
+except AssertionError as e:
+    raise SystemExit(f"BUG: output 0: values differ: torch.compile differs from eager\n{e}") from None
+print("same values: the bug is fixed")

@@ -1,0 +1,29 @@
+"""torch.compile (aot_eager): input mutations differ from eager (input <arg> after the call: values differ)
+python repro.py  # exit 1 while the bug is present, 0 once fixed
+"""
+
+import torch
+
+def f(a0):
+    a0.zero_()
+    return a0
+
+def make_inputs(seed=0):  # the values pyfy-fuzz drew
+    g = torch.Generator().manual_seed(seed)
+    a0 = torch.randn((), generator=g).to(torch.float64)
+    return a0,
+
+def observe(fn):
+    args = make_inputs()
+    fn(*args)
+    return args[0]
+
+expected = observe(f)
+actual = observe(torch.compile(f, backend="aot_eager"))
+print(f"eager:         {expected}")
+print(f"torch.compile: {actual}")
+try:
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
+except AssertionError as e:
+    raise SystemExit(f"BUG: input a0 after the call: values differ: torch.compile differs from eager\n{e}") from None
+print("same values: the bug is fixed")

@@ -1,0 +1,101 @@
+"""One difference seen through two oracles is one finding: the consequence folds into its cause.
+
+Note [Consequences]
+~~~~~~~~~~~~~~~~~~~
+Each oracle looks at one property, so one bug that changes a tensor shows up under every
+oracle that looks at that tensor. Saved apart, the views of one bug become entries of their
+own (issue 14 counted 1.43 entries per torch root cause), and which one a campaign saves first
+depends on the program. Two such pairs are folded here, within one case and one subject:
+
+- *A returned argument is reported as the argument.* When the program returns an argument
+  (eager's output *is* that input object) and the mutation oracle says the argument differs
+  after the call, the outputs oracle saying that output differs reports the same tensor
+  twice: "input a0 after the call: values differ" is the cause, "output 0: values differ" its
+  echo. The outputs finding folds into the mutation finding when every one of its lines is
+  such an echo (same call, an output eager returned as a differing input).
+- *Gradients follow autograd metadata.* When an output's is_leaf or requires_grad differs
+  (a leaf became a graph node, or an output stopped requiring grad), different gradients
+  follow necessarily: a gradient flows where eager had none, or none where eager had one.
+  The grads finding folds into that autograd finding.
+
+A folded finding keeps every line of both (the explanation lists the consequence's lines
+under the cause's), and its severity is the worst of the two (`identity.severity_of` reads
+`consequences`): an autograd difference that makes gradients wrong is a wrong-gradient bug.
+The identity is the cause's alone, so every program showing the cause is one entry whichever
+echoes it happens to have.
+
+What is not folded: a consequence whose lines are not all explained (an unrelated output
+differs too stays its own finding), and anything across subjects -- torch.compile's and the
+pythonified file's findings are separate bugs by construction (`_torch_alone`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from .evidence import Evidence
+from .finding import Finding
+
+__all__ = ["fold"]
+
+# The per-call lines of the outputs, mutation and autograd oracles (_calls.py writes them).
+_OUTPUT_LINE = re.compile(r"^call (\d+): output (\d+): ")
+_INPUT_LINE = re.compile(r"^call (\d+): input (\w+) after the call: ")
+_AUTOGRAD_LINE = re.compile(r"^call \d+: output \d+\.(is_leaf|requires_grad) ")
+
+
+def _lines(f: Finding) -> list[str]:
+    """A finding's difference lines (the explanation's "  - " items)."""
+    return [ln[4:] for ln in f.explanation.splitlines() if ln.startswith("  - ")]
+
+
+def _folded(cause: Finding, echo: Finding) -> Finding:
+    extra = "\n".join(f"  - ({echo.oracle}) {ln}" for ln in _lines(echo))
+    return replace(
+        cause,
+        explanation=cause.explanation + ("\n" + extra if extra else ""),
+        consequences=(*cause.consequences, (echo.oracle, echo.aspect), *echo.consequences),
+    )
+
+
+def _echoes_mutation(ev: Evidence, subject: str, outputs: Finding, mutation: Finding) -> bool:
+    """Every line of `outputs` is about an output the reference returned as an argument that
+    `mutation` says differs after the same call."""
+    ref = next(r for s, r, _, _ in ev.pairs() if s == subject)
+    differing = {(int(m[1]), m[2]) for ln in _lines(mutation) if (m := _INPUT_LINE.match(ln))}
+    lines = _lines(outputs)
+    for ln in lines:
+        m = _OUTPUT_LINE.match(ln)
+        if m is None:
+            return False
+        call, index = int(m[1]), int(m[2])
+        if call >= len(ref.calls):
+            return False
+        alias = [a for a in ref.calls[call].aliasing if a.index == index]
+        if not alias or not any((call, name) in differing for name in alias[0].is_input):
+            return False
+    return bool(lines)
+
+
+def fold(ev: Evidence, found: list[Finding]) -> list[Finding]:
+    """`found` with each consequence folded into its cause (Note [Consequences]); the order
+    of the rest is kept."""
+    out = list(found)
+    for subject in sorted({f.subject for f in found}):
+
+        def of(oracle: str, subject: str = subject) -> Finding | None:
+            return next(
+                (f for f in out if f.subject == subject and f.oracle == oracle and not f.exc_type),
+                None,
+            )
+
+        outputs, mutation = of("outputs"), of("mutation")
+        if outputs and mutation and _echoes_mutation(ev, subject, outputs, mutation):
+            out[out.index(mutation)] = _folded(mutation, outputs)
+            out.remove(outputs)
+        autograd, grads = of("autograd"), of("grads")
+        if autograd and grads and any(_AUTOGRAD_LINE.match(ln) for ln in _lines(autograd)):
+            out[out.index(autograd)] = _folded(autograd, grads)
+            out.remove(grads)
+    return out

@@ -1,0 +1,182 @@
+"""One bug seen through two oracles is one finding (Note [Consequences]), and a variant call is
+identified by what it compiled (Note [Variant-call identity] in oracles/guards.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+import oracles
+from generators._spec import CallPlan
+from oracles import Finding
+from oracles.guards import REUSED_ALIASING
+from oracles.identity import aspect_of, severity_of
+from oracles.seq_nr import mapping_kind
+from pyfy_fuzz.observe import ExcObs
+
+from .helpers import evidence, mapped, spec
+
+GRAD = spec([("sin", ("a0",), ("v0",)), ("mul", ("v0", "a0"), ("v1",))], ["v1"])
+
+
+def _losing_the_write(fn: Any) -> Any:
+    """A subject that returns its argument without the program's in-place write."""
+    return lambda a0: a0
+
+
+def test_a_returned_argument_that_differs_is_one_mutation_finding() -> None:
+    s = spec([("mul_", ("a0", 2), ())], ["a0"], grad="none")
+    found = oracles.check_all(evidence(s, compiled_wrap=_losing_the_write))
+    assert [f.oracle for f in found] == ["mutation"]
+    (f,) = found
+    assert f.consequences == (("outputs", "output N: values differ"),)
+    assert "(outputs) call 0: output 0: values differ" in f.explanation
+    assert f.aspect == "input <arg> after the call: values differ"
+
+
+def test_an_output_that_is_not_the_argument_stays_its_own_finding() -> None:
+    s = spec([("mul_", ("a0", 2), ()), ("sin", ("a0",), ("v0",))], ["a0", "v0"], grad="none")
+
+    def wrong(fn: Any) -> Any:
+        def call(a0: torch.Tensor) -> Any:
+            return a0, a0.sin() + 1  # the write lost, and another output wrong besides
+
+        return call
+
+    found = oracles.check_all(evidence(s, compiled_wrap=wrong))
+    assert sorted(f.oracle for f in found) == ["mutation", "outputs"]
+    assert all(f.consequences == () for f in found)
+
+
+def test_gradients_that_follow_an_autograd_difference_fold_into_it() -> None:
+    found = oracles.check_all(evidence(GRAD, compiled_wrap=mapped(lambda o: o.detach())))
+    (f,) = [f for f in found if f.oracle in ("autograd", "grads")]
+    assert f.oracle == "autograd" and f.consequences[0][0] == "grads"
+    assert "(grads) call 0: grad: ran True vs False" in f.explanation
+    # Its identity is the autograd aspect alone; its severity the wrong gradient's.
+    d = f.to_dict()
+    assert severity_of(d) == 1 and severity_of({**d, "consequences": []}) == 3
+    assert Finding.from_dict(d) == f
+    assert f.coarse == Finding.from_dict({**d, "consequences": []}).coarse
+
+
+def test_a_wrong_gradient_alone_is_a_grads_finding() -> None:
+    class Double(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+            return x.view_as(x)
+
+        @staticmethod
+        def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
+            return 2 * g
+
+    ev = evidence(GRAD, compiled_wrap=mapped(lambda o: Double.apply(o).clone()))
+    assert [f.oracle for f in oracles.check_all(ev)] == ["grads"]
+
+
+def test_autograd_aspect_leads_with_is_leaf() -> None:
+    # A detached output: requires_grad True vs False and is_leaf False vs True; the aspect
+    # says which way the output moved.
+    found = oracles.check_all(evidence(GRAD, compiled_wrap=mapped(lambda o: o.detach())))
+    (f,) = [f for f in found if f.oracle == "autograd"]
+    assert f.aspect == "output N.is_leaf False"
+
+
+def _variant(kind: str) -> Any:
+    shape = CallPlan(calls=1, variant="shape")
+    if kind == "shape":
+        return spec([("mul2", ("a0",), ("v0",))], ["v0"], grad="none", plan=shape)
+    plan = CallPlan(calls=1, variant="aliasing")
+    return spec([("add", ("a0", "a1"), ("v0",))], ["v0"], grad="none", extra_input=True, plan=plan)
+
+
+def _wrong_on_variant(fn: Any) -> Any:
+    def call(*args: torch.Tensor) -> Any:
+        out = fn(*args)
+        first = args[0].shape == (3,) and len({a.untyped_storage().data_ptr() for a in args}) == 1
+        return out if first else out + 1
+
+    return call
+
+
+def test_a_recompiled_variant_call_is_identified_as_a_first_call_would_be() -> None:
+    ev = evidence(_variant("shape"), compiled_wrap=_wrong_on_variant)
+    assert ev.compiled.variant is not None
+    ev.compiled.variant.recompiled = True  # what Dynamo's counters say for torch.compile
+    (f,) = oracles.check_all(ev)
+    assert f.oracle == "outputs" and f.aspect == aspect_of("call 0: output 0: values differ")
+    assert "variant call (shape, recompiled): output 0: values differ" in f.explanation
+    # Not recompiled, under a shape variant: the graph's own bug, kept as a guards finding.
+    ev.compiled.variant.recompiled = False
+    (g,) = oracles.check_all(ev)
+    assert g.oracle == "guards" and g.aspect == "variant call (shape): output N: values differ"
+
+
+def test_every_symptom_of_a_graph_reused_for_other_aliasing_is_one_bug() -> None:
+    ev = evidence(_variant("aliasing"), compiled_wrap=_wrong_on_variant)
+    assert ev.eager.variant is not None and ev.eager.variant.variant == "aliasing"
+    (values,) = oracles.check_all(ev)
+    assert values.oracle == "guards" and values.aspect == REUSED_ALIASING
+    # The same reuse raising instead: a crash of the reused graph is the same missing guard.
+    assert ev.compiled.variant is not None
+    ev.compiled.variant.raised = ExcObs.of(RuntimeError("setStorage: out of bounds"), "call")
+    (crash,) = oracles.check_all(ev)
+    assert crash.kind == "compile-divergence" and crash.exc_type is None
+    assert crash.coarse == values.coarse and severity_of(crash.to_dict()) == 1
+    # Recompiled for the new aliasing, the crash is identified by its exception.
+    ev.compiled.variant.recompiled = True
+    (own,) = oracles.check_all(ev)
+    assert own.kind == "crash" and own.exc_type == "RuntimeError"
+
+
+def test_seq_nr_names_a_custom_functions_backward_whatever_its_nodes_compute() -> None:
+    base = (
+        "1 backward nodes name no forward node: {} ; seq_nr [7] is in neither the forward "
+        "graph nor the recomputed nodes, and they are not marked is_gradient_acc"
+    )
+    effects = base.format("with_effects (with_effects)")
+    assert mapping_kind(effects).endswith("(effect tokens)")
+    in_fn = effects + "; 1 of them traced from a custom autograd.Function's backward"
+    assert mapping_kind(in_fn) == mapping_kind(
+        base.format("mul_2 (aten.mul.Tensor)")
+        + "; 1 of them traced from a custom autograd.Function's backward"
+    )
+    assert mapping_kind(in_fn).endswith("(custom autograd.Function backward)")
+
+
+def test_fx_node_meta_marks_nodes_traced_from_a_custom_function() -> None:
+    """The installed torch records the Function in source_fn_stack (a version check: if this
+    fails, seq_nr findings of custom Functions split by what their backward computes)."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+
+    from pyfy_fuzz.pythonify.graph_render import fx_node_meta
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+            return x * 2
+
+        @staticmethod
+        def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
+            return g * 2
+
+    metas: list[Any] = []
+
+    def keep(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
+        metas.append(fx_node_meta(gm))
+        return make_boxed_func(gm.forward)
+
+    torch._dynamo.reset()
+    try:
+        fn = torch.compile(
+            lambda a: Scale.apply(a).sin(), backend=aot_autograd(fw_compiler=keep, bw_compiler=keep)
+        )
+        fn(torch.randn(3, requires_grad=True)).sum().backward()
+    finally:
+        torch._dynamo.reset()
+    forward, backward = metas
+    assert [n.custom_function for n in forward] == [True, False]  # mul (in Scale), sin
+    in_fn = [n.target for n in backward if n.custom_function and n.autograd_backward]
+    assert in_fn == ["aten.mul.Tensor"]
