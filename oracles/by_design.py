@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pyfy_fuzz.observe import ExcObs
+
 from .evidence import Evidence
 
 
@@ -185,6 +187,25 @@ def excuse(evidence: Evidence, entry_id: str) -> bool:
     if entry_id not in evidence.excused:
         evidence.excused.append(entry_id)
     return True
+
+
+# torch.compile refusing a program with a message that says the pattern is unsupported on
+# purpose: the message's words, and the entry that documents them.
+_DOCUMENTED_REFUSALS = {
+    "as_strided() is non-compositional": "compile-refuses-as-strided-view-mutation",
+}
+
+
+def refused_by_design(evidence: Evidence, subject: str, exc: ExcObs) -> bool:
+    """Whether torch.compile raised `exc` to refuse a pattern it documents as unsupported
+    (recorded as excused when so). Every oracle that meets torch.compile's errors asks: a plan
+    call, a probe call and the guards oracle's variant call refuse alike."""
+    if subject != "torch.compile":
+        return False
+    for text, entry in _DOCUMENTED_REFUSALS.items():
+        if text in exc.message or text in exc.traceback_tail:
+            return excuse(evidence, entry)
+    return False
 
 
 def as_markdown() -> str:

@@ -11,8 +11,12 @@ depends on the program. Two such pairs are folded here, within one case and one 
   (eager's output *is* that input object) and the mutation oracle says the argument differs
   after the call, the outputs oracle saying that output differs reports the same tensor
   twice: "input a0 after the call: values differ" is the cause, "output 0: values differ" its
-  echo. The outputs finding folds into the mutation finding when every one of its lines is
-  such an echo (same call, an output eager returned as a differing input).
+  echo. Likewise an output computed from an argument whose write was lost
+  (`a0.mul_(2); return a0.tanh()`) has the wrong values because the argument does: which
+  outputs read the argument is not observed, so in a call where an argument's values differ,
+  every output whose values differ is taken as the echo. The outputs finding folds into the
+  mutation finding when every one of its lines is such an echo (same call; an output eager
+  returned as a differing argument, or a values difference).
 - *Gradients follow autograd metadata.* When an output's is_leaf or requires_grad differs
   (a leaf became a graph node, or an output stopped requiring grad), different gradients
   follow necessarily: a gradient flows where eager had none, or none where eager had one.
@@ -43,6 +47,7 @@ __all__ = ["fold"]
 _OUTPUT_LINE = re.compile(r"^call (\d+): output (\d+): ")
 _INPUT_LINE = re.compile(r"^call (\d+): input (\w+) after the call: ")
 _AUTOGRAD_LINE = re.compile(r"^call \d+: output \d+\.(is_leaf|requires_grad) ")
+_VALUES = ": values differ"
 
 
 def _lines(f: Finding) -> list[str]:
@@ -61,15 +66,21 @@ def _folded(cause: Finding, echo: Finding) -> Finding:
 
 def _echoes_mutation(ev: Evidence, subject: str, outputs: Finding, mutation: Finding) -> bool:
     """Every line of `outputs` is about an output the reference returned as an argument that
-    `mutation` says differs after the same call."""
+    `mutation` says differs after the same call, or is a values difference in a call where an
+    argument's values differ."""
     ref = next(r for s, r, _, _ in ev.pairs() if s == subject)
     differing = {(int(m[1]), m[2]) for ln in _lines(mutation) if (m := _INPUT_LINE.match(ln))}
+    wrong_values = {
+        int(m[1]) for ln in _lines(mutation) if (m := _INPUT_LINE.match(ln)) and _VALUES in ln
+    }
     lines = _lines(outputs)
     for ln in lines:
         m = _OUTPUT_LINE.match(ln)
         if m is None:
             return False
         call, index = int(m[1]), int(m[2])
+        if call in wrong_values and _VALUES in ln:
+            continue
         if call >= len(ref.calls):
             return False
         alias = [a for a in ref.calls[call].aliasing if a.index == index]

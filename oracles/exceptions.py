@@ -13,7 +13,7 @@ from pyfy_fuzz.observe import ExcObs, SubjectObs
 
 from ._base import finding, reference_name
 from ._calls import raise_difference
-from .by_design import excuse
+from .by_design import refused_by_design
 from .evidence import Evidence
 from .finding import Finding
 
@@ -29,7 +29,7 @@ def check(ev: Evidence) -> list[Finding]:
     for subject, ref, got, _ in ev.pairs():
         refname = reference_name(subject)
         if got.setup_error is not None:
-            if ref.setup_error is None and not _refused_by_design(ev, subject, got.setup_error):
+            if ref.setup_error is None and not refused_by_design(ev, subject, got.setup_error):
                 e = got.setup_error
                 out.append(
                     finding(
@@ -49,7 +49,7 @@ def check(ev: Evidence) -> list[Finding]:
             if (
                 how == "raised"
                 and g.raised is not None
-                and _refused_by_design(ev, subject, g.raised)
+                and refused_by_design(ev, subject, g.raised)
             ):
                 break
             if how == "raised" and g.raised is not None:
@@ -89,26 +89,10 @@ def check(ev: Evidence) -> list[Finding]:
                 )
                 break
         probe = _probe_calls(ref, got, refname)
-        if probe is not None and not (probe[0] and _refused_by_design(ev, subject, probe[2])):
+        if probe is not None and not (probe[0] and refused_by_design(ev, subject, probe[2])):
             crash, text, exc = probe
             out.append(finding(ev, NAME, subject, [text], kind="crash" if crash else None, exc=exc))
     return out
-
-
-# torch.compile refusing a program with a message that says the pattern is unsupported on
-# purpose (by_design: compile-refuses-as-strided-view-mutation).
-_DOCUMENTED_REFUSALS = {
-    "as_strided() is non-compositional": "compile-refuses-as-strided-view-mutation",
-}
-
-
-def _refused_by_design(ev: Evidence, subject: str, e: ExcObs) -> bool:
-    if subject != "torch.compile":
-        return False
-    for text, entry in _DOCUMENTED_REFUSALS.items():
-        if text in e.message or text in e.traceback_tail:
-            return excuse(ev, entry)
-    return False
 
 
 def _probe_call(obs: SubjectObs) -> list[ExcObs | None]:

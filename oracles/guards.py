@@ -27,6 +27,7 @@ from ._calls import (
     diff_outputs,
     raise_difference,
 )
+from .by_design import refused_by_design
 from .evidence import Evidence
 from .finding import Finding
 from .identity import aspect_of
@@ -81,6 +82,12 @@ def _compiled_variant(ev: Evidence, e: CallObs, c: CallObs) -> list[Finding]:
     how = raise_difference(e.raised, c.raised)
     pairs: list[tuple[str, str]] = []
     kind: str | None = None
+    if (
+        how == "raised"
+        and c.raised is not None
+        and refused_by_design(ev, "torch.compile", c.raised)
+    ):
+        return []
     if how in ("raised", "returned"):
         what = c.raised.short_type if c.raised else "returned"
         exp = e.raised.short_type if e.raised else "returned"

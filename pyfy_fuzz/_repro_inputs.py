@@ -71,8 +71,8 @@ def _variant_of(r: RootSpec, variant: str | None) -> tuple[tuple[int, ...], str]
     shape, dtype = tuple(r.shape), r.dtype
     if variant == "shape":
         shape = tuple(n + 1 for n in shape)
-    if variant == "dtype" and dtype == "float32":
-        dtype = "float64"
+    if variant == "dtype" and dtype in ("float32", "float64", "float16", "bfloat16"):
+        dtype = "float64" if dtype == "float32" else "float32"
     return shape, dtype
 
 

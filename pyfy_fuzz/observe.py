@@ -87,17 +87,29 @@ _WRAPPED = re.compile(r"\bgot (\w+)\(")
 _TORCH_DIR = os.path.dirname(os.path.dirname(torch.__file__)) + os.sep
 
 
+# torch._check's helpers: every check passes through them, so innermost they say nothing of
+# where the bug is; the function that checked does (a meta function, a ref). The dispatcher's
+# OpOverload.__call__ stays: its callers are dispatch modes (fake, functional, proxy) that
+# differ by compile phase, not by bug.
+_GENERIC_FRAMES = ("torch/__init__.py:_check",)
+
+
 def torch_frame(exc: BaseException) -> str:
-    """ "torch/<path>:<function>" of the innermost traceback frame in torch's package (walked
-    by hand: no source lines are read, so it is cheap on every raised exception)."""
-    found = ""
+    """ "torch/<path>:<function>" of the innermost traceback frame in torch's package that is
+    not a generic dispatch or check helper (walked by hand: no source lines are read, so it is
+    cheap on every raised exception); the generic one where there is nothing else."""
+    found, generic = "", ""
     tb = exc.__traceback__
     while tb is not None:
         name = tb.tb_frame.f_code.co_filename
         if name.startswith(_TORCH_DIR + "torch" + os.sep):
-            found = f"{name[len(_TORCH_DIR) :]}:{tb.tb_frame.f_code.co_name}"
+            frame = f"{name[len(_TORCH_DIR) :]}:{tb.tb_frame.f_code.co_name}".replace(os.sep, "/")
+            if frame.startswith(_GENERIC_FRAMES):
+                generic = frame
+            else:
+                found, generic = frame, ""
         tb = tb.tb_next
-    return found.replace(os.sep, "/")
+    return found or generic
 
 
 def _wrapped_type_mro(text: str) -> tuple[str, ...]:

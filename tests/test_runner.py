@@ -96,11 +96,13 @@ def test_guard_parity_ignores_inputs_the_graph_does_not_read():
     never reads it), so a variant that changes only that tensor is no finding."""
     passthrough = ProgramSpec(
         family="input_mutation",
-        roots=(RootSpec((3,), grad="none", dtype="float64"), RootSpec((2,), grad="none")),
+        roots=(RootSpec((3,), grad="none", dtype="int64"), RootSpec((2,), grad="none")),
         inputs=(InputSpec("root", root=0), InputSpec("root", root=1)),
         body=(Stmt("sin", ("a0",), ("v0",)),),
         outputs=(OutSpec("ref", "v0"), OutSpec("ref", "a1")),
-        plan=CallPlan(calls=1, variant="dtype"),  # float32 -> float64: only a1 changes
+        plan=CallPlan(
+            calls=1, variant="dtype"
+        ),  # float32 -> float64: only a1 changes (int64 stays)
     )
     r = run_case(passthrough, keep_evidence=True)
     assert r.evidence is not None and r.evidence.compiled.variant.recompiled

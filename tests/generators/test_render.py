@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,12 @@ def test_variants_change_shape_dtype_and_aliasing() -> None:
     program = materialize(_spec())
     assert program.make_inputs(0, "shape")[0].shape == (4, 5)
     assert program.make_inputs(0, "dtype")[0].dtype == torch.float64
+    # Every floating dtype changes (float64 and the halves to float32): a variant that changed
+    # nothing would test no guard, and the file's errors on it would read as guard-unsound.
+    for dtype in ("float64", "float16", "bfloat16"):
+        spec = _spec()
+        spec = replace(spec, roots=tuple(replace(r, dtype=dtype) for r in spec.roots))
+        assert materialize(spec).make_inputs(0, "dtype")[0].dtype == torch.float32
     un = program.make_inputs(0, "aliasing")
     assert un[2] is not un[0] and un[1]._base is None
     assert torch.equal(un[2], un[0])

@@ -35,12 +35,21 @@ def test_a_returned_argument_that_differs_is_one_mutation_finding() -> None:
     assert f.aspect == "input <arg> after the call: values differ"
 
 
-def test_an_output_that_is_not_the_argument_stays_its_own_finding() -> None:
+def test_an_output_computed_from_an_argument_whose_write_was_lost_is_its_echo() -> None:
+    # `a0.mul_(2); return a0.tanh()` with the write lost: tanh of the old value.
+    s = spec([("mul_", ("a0", 2), ()), ("sin", ("a0",), ("v0",))], ["v0"], grad="none")
+    found = oracles.check_all(evidence(s, compiled_wrap=lambda fn: lambda a0: a0.sin()))
+    assert [(f.oracle, f.consequences) for f in found] == [
+        ("mutation", (("outputs", "output N: values differ"),))
+    ]
+
+
+def test_an_output_that_differs_otherwise_stays_its_own_finding() -> None:
     s = spec([("mul_", ("a0", 2), ()), ("sin", ("a0",), ("v0",))], ["a0", "v0"], grad="none")
 
     def wrong(fn: Any) -> Any:
         def call(a0: torch.Tensor) -> Any:
-            return a0, a0.sin() + 1  # the write lost, and another output wrong besides
+            return a0, a0.sin().double()  # the write lost, and another output's dtype wrong
 
         return call
 

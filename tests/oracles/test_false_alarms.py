@@ -132,9 +132,11 @@ def test_eager_quirks_see_dropout_returning_its_empty_input():
         assert (quirks.found is not None) is expect, quirks.found
 
 
-def test_compile_refusing_an_as_strided_view_chain_mutation_is_by_design():
+@pytest.mark.parametrize("variant", [None, "dtype"])
+def test_compile_refusing_an_as_strided_view_chain_mutation_is_by_design(variant):
     """torch bans a mutation through an as_strided view in compile, saying so: no finding (the
-    10-minute campaign's crash.exceptions.02b6ad7bf0af)."""
+    10-minute campaign's crash.exceptions.02b6ad7bf0af) -- on the guards oracle's variant call
+    too (the next campaign's crash.guards.02b6ad7bf0af)."""
     from generators._spec import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
     from pyfy_fuzz.runner import run_case
 
@@ -148,11 +150,27 @@ def test_compile_refusing_an_as_strided_view_chain_mutation_is_by_design():
             Stmt("zero_", ("v1",)),
         ),
         outputs=(OutSpec("ref", "v0"),),
-        plan=CallPlan(calls=1, backward=False),
+        plan=CallPlan(calls=1, backward=False, variant=variant),
     )
     r = run_case(spec, backend="aot_eager")
     assert not [f for f in r.findings if f.subject == "torch.compile"], r.findings
     assert "compile-refuses-as-strided-view-mutation" in r.excused
+
+
+def test_a_dtype_variant_changes_a_float64_argument():
+    """The dtype variant left float64 arguments as they were, so the variant call repeated
+    call 0; the file then raised torch's own backward error there (T4-mincut: `a0.sin_()` on
+    a non-leaf) and it read as guard-unsound (the campaign's guard-unsound.guards.9cf52b73e6c5).
+    float64 now becomes float32: the file's guard refuses it."""
+    from generators import spec_from_dict
+    from pyfy_fuzz.runner import run_case
+
+    spec = spec_from_dict(json.loads(SIN_VARIANT_SPEC))
+    r = run_case(spec, backend="aot_eager")
+    assert not [f for f in r.findings if f.kind == "guard-unsound"], r.findings
+
+
+SIN_VARIANT_SPEC = '{"body": [{"args": ["a0"], "ctx": null, "op": "sin_", "outs": []}], "family": "dedupe", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "a0", "value": 0}], "plan": {"backward": true, "calls": 1, "dynamic": false, "frontend": "aot", "mode": null, "saved_tensor_hooks": false, "second_backward": null, "tangents": "ones", "variant": "dtype"}, "roots": [{"dtype": "float64", "grad": "nonleaf", "layout": "contiguous", "shape": [], "subclass": null}], "version": 1}'  # noqa: E501
 
 
 def test_seq_nr_order_is_judged_only_where_groups_and_eager_nodes_correspond():

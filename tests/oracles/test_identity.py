@@ -169,6 +169,30 @@ def test_exception_frame_is_the_innermost_torch_frame():
         assert ExcObs.of(e, "call").frame.startswith("torch/")
 
 
+def test_exception_frame_skips_torch_check():
+    """The innermost torch frame that says where: not torch._check's helpers, which every
+    check passes through -- unless there is nothing else."""
+    import torch._refs
+
+    def frame(fn) -> str:  # type: ignore[no-untyped-def]
+        try:
+            fn()
+        except Exception as e:
+            return ExcObs.of(e, "call").frame
+        raise AssertionError("should raise")
+
+    # torch._check inside torch._refs.narrow: the caller names the bug.
+    assert frame(lambda: torch._refs.narrow(torch.zeros(2), 0, 5, 1)) == (
+        "torch/_refs/__init__.py:narrow"
+    )
+    # The dispatcher's frame is kept (its callers are dispatch modes, not bugs).
+    assert frame(lambda: torch.ops.aten.view.default(torch.zeros(2, 3), [7])) == (
+        "torch/_ops.py:__call__"
+    )
+    # Called from outside torch: the generic frame is all there is.
+    assert frame(lambda: torch._check(False, lambda: "no")).startswith("torch/__init__.py:_check")
+
+
 def test_torch_alone_when_the_file_agrees_with_eager():
     """torch.compile drops a mutation; the file does it right: one finding, torch's."""
     ev = evidence(MUT, compiled_wrap=on_clones, pythonified_wrap=lambda fn: fn)
