@@ -8,8 +8,8 @@ def _root(g, shape, dtype, layout, grad, subclass=None, variant=None):
     """A root tensor: its own storage, the layout asked for, and its grad kind."""
     if variant == "shape":
         shape = tuple(n + 1 for n in shape)
-    if variant == "dtype" and dtype == torch.float32:
-        dtype = torch.float64
+    if variant == "dtype" and dtype.is_floating_point:  # float32 <-> float64, halves -> float32
+        dtype = torch.float64 if dtype == torch.float32 else torch.float32
     n = 1
     for s in shape:
         n *= s

@@ -1,0 +1,174 @@
+"""pyfy-fuzz program (family input_mutation). Needs only torch: python this_file.py"""
+
+import torch
+
+DEVICE = 'cpu'
+
+def _root(g, shape, dtype, layout, grad, subclass=None, variant=None):
+    """A root tensor: its own storage, the layout asked for, and its grad kind."""
+    if variant == "shape":
+        shape = tuple(n + 1 for n in shape)
+    if variant == "dtype" and dtype.is_floating_point:  # float32 <-> float64, halves -> float32
+        dtype = torch.float64 if dtype == torch.float32 else torch.float32
+    n = 1
+    for s in shape:
+        n *= s
+    if layout == "transposed":
+        storage_shape = shape[:-2] + (shape[-1], shape[-2])
+    elif layout == "strided":
+        storage_shape = shape[:-1] + (2 * shape[-1],)
+    elif layout == "expanded":
+        storage_shape = (1,) + shape[1:]
+    elif layout == "offset":
+        storage_shape = (n + 3,)
+    else:
+        storage_shape = shape
+    if dtype.is_floating_point:
+        s = torch.randn(storage_shape, generator=g).to(dtype)
+    elif dtype == torch.bool:
+        s = torch.randint(0, 2, storage_shape, generator=g).bool()
+    else:
+        s = torch.randint(-4, 5, storage_shape, generator=g).to(dtype)
+    s = s.to(DEVICE)  # the storage moves, before autograd and views are layered on it
+    if grad == "nonleaf":
+        s = s.requires_grad_().clone()
+    if layout == "transposed":
+        t = s.transpose(-1, -2)
+    elif layout == "strided":
+        t = s[..., ::2]
+    elif layout == "expanded":
+        t = s.expand(shape)
+    elif layout == "offset":
+        t = s[3:].view(shape)
+    else:
+        t = s
+    if grad != "nonleaf":
+        t = t.detach()
+    if subclass == "two_tensor":
+        t = TwoTensor(t, t * 2)
+    elif subclass == "mirror":
+        t = MirrorTensor(t, "m")
+    if grad == "leaf":
+        t.requires_grad_()
+    return t
+
+
+def _set_shared(root, size, stride, offset):
+    """A tensor over root's storage made with set_: shares memory, has no _base."""
+    t = torch.empty(0, dtype=root.dtype, device=root.device)
+    t.set_(root.untyped_storage(), offset, size, stride)
+    return t
+
+
+def _leaves(fn, args):
+    """Tensors whose .grad a backward fills: leaf arguments requiring grad, then parameters."""
+    found = []
+    params = list(fn.parameters()) if isinstance(fn, torch.nn.Module) else []
+    for t in [*torch.utils._pytree.tree_leaves(args), *params]:
+        if isinstance(t, torch.Tensor) and t.requires_grad and t.is_leaf:
+            if not any(t is f for f in found):
+                found.append(t)
+    return found
+
+
+def drive(call, args, seed=0, module=None):
+    """One call as PLAN says: seed, call, then backward through the outputs requiring grad.
+
+    `module` is the nn.Module whose parameters count as leaves (defaults to `call`). Returns
+    {"out", "grad_enabled_after", "grads", "second"}: grads of the leaves after the first
+    backward (None without one); after the second backward, its grads or the exception it
+    raised. Errors in the call or the first backward propagate; grad mode is restored.
+    """
+    leaves = _leaves(call if module is None else module, args)
+    for leaf in leaves:
+        leaf.grad = None
+    if PLAN["saved_tensor_hooks"]:
+        with torch.autograd.graph.saved_tensors_hooks(_pack, _unpack):
+            return _drive(call, args, seed, leaves)
+    return _drive(call, args, seed, leaves)
+
+
+def _drive(call, args, seed, leaves):
+    torch.manual_seed(seed)
+    try:
+        out = call(*args)
+        result = {"out": out, "grad_enabled_after": torch.is_grad_enabled(), "grads": None, "second": None}
+    finally:
+        torch.set_grad_enabled(True)
+    diff = [o for o in torch.utils._pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
+    if not (PLAN["backward"] and diff):
+        return result
+    g = torch.Generator().manual_seed(1000 + seed)
+    terms = []
+    for o in diff:
+        if PLAN["tangents"] == "ones":
+            t = torch.ones(o.shape, dtype=o.dtype, device=o.device)
+        else:
+            t = torch.randn(o.shape, generator=g).to(o.device, o.dtype)
+        terms.append((o * t).sum())
+    loss = sum(terms)
+    loss.backward(retain_graph=PLAN["second_backward"] == "retain")
+    result["grads"] = [None if leaf.grad is None else leaf.grad.clone() for leaf in leaves]
+    if PLAN["second_backward"]:
+        try:
+            loss.backward()
+            result["second"] = [None if leaf.grad is None else leaf.grad.clone() for leaf in leaves]
+        except RuntimeError as exc:
+            result["second"] = exc
+    return result
+
+
+def _unalias(t):
+    """A copy with the same values and autograd role, sharing nothing."""
+    c = t.detach().clone()
+    return c.requires_grad_() if t.requires_grad else c
+
+
+
+def _double_grad(grad):
+    return grad * 2
+
+
+def _pack(t):
+    return t * 1
+
+
+def _unpack(t):
+    return t
+
+
+def _module_hook(module, grad_input, grad_output):
+    return None
+
+
+def f(a0):
+    a0.unsqueeze_(0)
+    with torch.inference_mode():
+        a0.zero_()
+    return a0
+
+
+def make_fn():
+    return f
+
+
+def make_inputs(seed=0, variant=None):
+    """The arguments for one call; `variant` ("shape", "dtype", "aliasing") changes them."""
+    g = torch.Generator().manual_seed(seed)
+    r0 = _root(g, (), torch.float32, 'contiguous', 'none', None, variant)
+    a0 = r0
+    args = (a0,)
+    if variant == "aliasing":
+        pass
+    return args
+
+PLAN = {'calls': 1, 'variant': None, 'backward': False, 'tangents': 'ones', 'second_backward': None, 'dynamic': False, 'frontend': 'aot', 'mode': None, 'saved_tensor_hooks': False}
+SPEC = '{"body": [{"args": ["a0", 0], "ctx": null, "op": "unsqueeze_", "outs": []}, {"args": ["a0"], "ctx": "inference_mode", "op": "zero_", "outs": []}], "family": "input_mutation", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "a0", "value": 0}], "plan": {"backward": false, "calls": 1, "dynamic": false, "frontend": "aot", "mode": null, "saved_tensor_hooks": false, "second_backward": null, "tangents": "ones", "variant": null}, "roots": [{"dtype": "float32", "grad": "none", "layout": "contiguous", "shape": [], "subclass": null}], "version": 1}'
+
+
+if __name__ == "__main__":
+    fn = make_fn()
+    for seed in range(PLAN["calls"]):
+        result = drive(fn, make_inputs(seed), seed)
+        print(f"call {seed}: out={result['out']!r}")
+        print(f"call {seed}: grads={result['grads']!r}")
