@@ -57,9 +57,11 @@ _COMPARISONS = (
 #   call: values differ"), not as a guards finding, so a bug met on a first call and on a
 #   recompile is one entry.
 # - It reused the graph compiled for other aliasing (the variant changes only which arguments
-#   share memory): a guard on aliasing is missing, and every symptom -- stale values, an error
-#   eager raises and the graph does not, a crash inside the reused graph's epilogue -- is that
-#   one bug. Identified by `REUSED_ALIASING`, whatever the symptom.
+#   share memory, and call 0 ran that graph): a guard on aliasing is missing, and every
+#   symptom -- stale values, an error eager raises and the graph does not, a crash inside the
+#   reused graph's epilogue -- is that one bug. Identified by `REUSED_ALIASING`, whatever the
+#   symptom. Where call 0 raised there is no graph to reuse: Dynamo compiles again and fails
+#   again, and the error is identified as any error is.
 #
 # A reused graph under a shape or dtype variant (dynamic shapes admit the new sizes) keeps the
 # per-symptom identity: the graph was meant to serve those inputs, so what it gets wrong is
@@ -103,7 +105,8 @@ def _compiled_variant(ev: Evidence, e: CallObs, c: CallObs) -> list[Finding]:
         return []
     if not diffs:
         return []
-    if e.variant == "aliasing" and not c.recompiled:
+    compiled = bool(ev.compiled.calls) and ev.compiled.calls[0].raised is None
+    if e.variant == "aliasing" and not c.recompiled and compiled:
         return [finding(ev, NAME, "torch.compile", diffs, aspect=REUSED_ALIASING)]
     if exc is not None:
         return [finding(ev, NAME, "torch.compile", diffs, kind=kind, exc=exc)]

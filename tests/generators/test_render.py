@@ -23,6 +23,9 @@ from generators import (
     programs,
     render,
 )
+from generators._render import (
+    variant_changes,
+)
 
 
 def _spec(plan: CallPlan | None = None, grad: str = "none") -> ProgramSpec:
@@ -71,6 +74,25 @@ def test_variants_change_shape_dtype_and_aliasing() -> None:
     un = program.make_inputs(0, "aliasing")
     assert un[2] is not un[0] and un[1]._base is None
     assert torch.equal(un[2], un[0])
+
+
+def test_a_variant_that_changes_nothing_is_never_drawn() -> None:
+    """A dtype variant without a floating argument, or an aliasing variant with one plain
+    argument, gives call 0's inputs again: `variant_changes` says so, and programs() drops it."""
+    one = replace(_spec(), inputs=(InputSpec("root"),))
+    assert variant_changes(replace(one, plan=CallPlan(variant="shape")))
+    assert not variant_changes(replace(one, plan=CallPlan(variant="aliasing")))
+    assert variant_changes(replace(_spec(), plan=CallPlan(variant="aliasing")))
+    ints = replace(one, roots=(RootSpec((3, 4), dtype="int64"),))
+    assert not variant_changes(replace(ints, plan=CallPlan(variant="dtype")))
+    assert variant_changes(replace(one, plan=CallPlan(variant="dtype")))
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(programs())
+    def check(spec: ProgramSpec) -> None:
+        assert spec.plan.variant is None or variant_changes(spec), spec
+
+    check()
 
 
 def test_drive_follows_the_plan_for_second_backward() -> None:

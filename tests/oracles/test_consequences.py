@@ -137,6 +137,10 @@ def test_every_symptom_of_a_graph_reused_for_other_aliasing_is_one_bug() -> None
     ev.compiled.variant.recompiled = True
     (own,) = oracles.check_all(ev)
     assert own.kind == "crash" and own.exc_type == "RuntimeError"
+    # Where call 0 raised, no graph was there to reuse: the error is identified as any error.
+    ev.compiled.variant.recompiled = False
+    ev.compiled.calls[0].raised = ExcObs.of(RuntimeError("setStorage: out of bounds"), "call")
+    assert REUSED_ALIASING not in [f.aspect for f in oracles.check_all(ev)]
 
 
 def test_seq_nr_names_a_custom_functions_backward_whatever_its_nodes_compute() -> None:
