@@ -306,7 +306,8 @@ class _Repro:
             inner.append("torch.set_grad_enabled(True)  # pyfy-fuzz's drive restores it")
         inner += self._backward(backward, seed)
         if spec.plan.saved_tensor_hooks:  # around the call and its backward, as the drive
-            hooks = "with torch.autograd.graph.saved_tensors_hooks(lambda t: t * 1, lambda t: t):"
+            pack = "lambda t: t.clone(), lambda t: t"  # generators' _pack, _unpack
+            hooks = f"with torch.autograd.graph.saved_tensors_hooks({pack}):"
             inner = [hooks, *(f"    {x}" for x in inner)]
         body = [f"args = {make}"] if uses_args else []
         if spec.module is not None and spec.module.params and backward and len(runs) > 1:

@@ -185,3 +185,18 @@ def test_seq_nr_order_is_judged_only_where_groups_and_eager_nodes_correspond():
 
 
 SEQ_NR_ORDER_SPEC = '{"body": [{"args": ["a0", 0], "ctx": null, "op": "index_put_", "outs": []}, {"args": ["a0", "a0"], "ctx": null, "op": "add", "outs": ["v1"]}], "family": "dedupe", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "v1", "value": 0}], "plan": {"backward": true, "calls": 1, "dynamic": false, "frontend": "dynamo", "mode": null, "saved_tensor_hooks": false, "second_backward": null, "tangents": "ones", "variant": null}, "roots": [{"dtype": "float32", "grad": "nonleaf", "layout": "contiguous", "shape": [1], "subclass": null}], "version": 1}'  # noqa: E501
+
+
+def test_the_saved_tensor_pack_hook_keeps_dtypes():
+    """The generated pack hook was `t * 1`: a bool mask torch.compile saves for
+    `torch.maximum(a0, a0)`'s backward (eager saves the floats) came back as int64 and
+    `where` refused it (the campaign's crash.guards.f66d8de071c6). Which tensors are saved is
+    torch.compile's to choose; the hook now copies them as they are."""
+    from generators import spec_from_dict
+    from pyfy_fuzz.runner import run_case
+
+    r = run_case(spec_from_dict(json.loads(MAXIMUM_HOOKS_SPEC)), backend="aot_eager")
+    assert r.findings == [], r.findings
+
+
+MAXIMUM_HOOKS_SPEC = '{"body": [{"args": ["a0", "a0"], "ctx": null, "op": "maximum", "outs": ["v1"]}], "family": "input_mutation", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "v1", "value": 0}], "plan": {"backward": true, "calls": 1, "dynamic": false, "frontend": "dynamo", "mode": null, "saved_tensor_hooks": true, "second_backward": null, "tangents": "ones", "variant": "dtype"}, "roots": [{"dtype": "float32", "grad": "leaf", "layout": "contiguous", "shape": [], "subclass": null}], "version": 1}'  # noqa: E501
