@@ -130,7 +130,7 @@ def _double_grad(grad):
 
 
 def _pack(t):
-    return t * 1
+    return t.clone()  # a real copy, of the same dtype: torch.compile may save a bool mask
 
 
 def _unpack(t):

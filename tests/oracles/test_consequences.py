@@ -70,20 +70,6 @@ def test_gradients_that_follow_an_autograd_difference_fold_into_it() -> None:
     assert f.coarse == Finding.from_dict({**d, "consequences": []}).coarse
 
 
-def test_a_wrong_gradient_alone_is_a_grads_finding() -> None:
-    class Double(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-            return x.view_as(x)
-
-        @staticmethod
-        def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
-            return 2 * g
-
-    ev = evidence(GRAD, compiled_wrap=mapped(lambda o: Double.apply(o).clone()))
-    assert [f.oracle for f in oracles.check_all(ev)] == ["grads"]
-
-
 def test_autograd_aspect_leads_with_is_leaf() -> None:
     # A detached output: requires_grad True vs False and is_leaf False vs True; the aspect
     # says which way the output moved.
