@@ -403,7 +403,10 @@ def rss_metrics(samples: list[TreeSample]) -> dict[str, Any]:
     RSS (at recycle) against its mean RSS over the first 20% of its own life, median. The
     campaign process (depth 0) and the fork server (the workers' parent) are reported apart.
     """
-    alive = [[p for p in s.procs.values() if p.depth >= 2] for s in samples]
+    # Depth 2 exactly: a worker's own child (tlparse indexing an entry's trace, for a few
+    # milliseconds) is no worker -- counted as one, it made "as many workers as there ever
+    # were" a passing instant and left the windows empty.
+    alive = [[p for p in s.procs.values() if p.depth == 2] for s in samples]
     seen = [(s.t, w) for s, w in zip(samples, alive, strict=True) if w]
     if not seen:
         raise RuntimeError(f"no campaign worker was seen in {len(samples)} samples")

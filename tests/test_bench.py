@@ -106,6 +106,19 @@ def test_recycling_neither_fakes_nor_hides_growth() -> None:
     assert leaking["rss_growth"] > 0.2  # growth that survives recycling shows
 
 
+def test_a_workers_own_child_is_not_a_worker() -> None:
+    """A worker runs tlparse for a few milliseconds after a shrink (depth 3): seen once early,
+    it must not end the span (CI saw rss_growth None when it did)."""
+    samples = _samples([[(0, 100, 300.0)], [(0, 100, 300.0)]])
+    samples[10].procs[99] = ProcInfo(99, 1001, 3, 0.0, 5 * MIB)
+    r = rss_metrics(samples)
+    assert (
+        r["rss_growth"]
+        == rss_metrics(_samples([[(0, 100, 300.0)], [(0, 100, 300.0)]]))["rss_growth"]
+    )
+    assert r["span_s"] == 100
+
+
 def test_no_worker_is_an_error() -> None:
     with pytest.raises(RuntimeError, match="no campaign worker"):
         rss_metrics([TreeSample(0.0, {1: ProcInfo(1, 0, 0, 0.0, MIB)})])
