@@ -11,7 +11,9 @@ expression observe() returns (over `out`, `args` and `fn`), and how the two side
 compare:
 
 - raises: what each side raises (None for nothing); the subject must raise an instance of the
-  reference's type (a compiler crash counts by what the compiler raised);
+  reference's type (a compiler crash counts by what the compiler raised). Where the reference
+  ran (a crash where eager runs: `reference_runs`) the script is simpler: the reference's call,
+  then the subject's in a try whose except is the bug;
 - values: torch.testing.assert_close, exact under aot_eager (eager's kernels) and against the
   pythonified file (torch.compile's graphs), torch's tolerances under inductor;
 - equal: metadata and aliasing facts (requires_grad, a shape, `_base`, shared storage);
@@ -45,6 +47,7 @@ class Check:
     backward: str = ""  # "" | first | second (two backwards) | second-outcome
     snapshot: tuple[int, int] | None = None  # later: (call, output) kept and re-read
     grad_mode: bool = False  # the fact is the grad mode right after the call
+    reference_runs: bool = False  # raises: only the subject raises (a crash where eager runs)
 
 
 _CALL = re.compile(r"^call (\d+): ")
@@ -53,6 +56,8 @@ _VARIANT = re.compile(r"^variant call \((\w+)(, recompiled)?\)( accepted by the 
 # "BackendCompilerFailed(RuntimeError); eager returned" (the guards oracle's variant call)
 _RAISES = re.compile(r"^(raised |returned|[\w.]+(\(\w+\))?; eager (returned|raised))")
 _PROBE = re.compile(r"^(in-place|version) probe call: ")
+# The end of a "raised" line whose reference ran: "...; eager did not", "X; eager returned".
+_REFERENCE_RAN = re.compile(r"; (eager|torch\.compile) (did not|returned)$")
 
 
 def first_difference(finding: dict[str, Any]) -> str:
@@ -84,11 +89,19 @@ def read_check(spec: ProgramSpec, finding: dict[str, Any]) -> Check:
         variant, rest = plan.variant is not None, line[m.end() :]
     elif m := _CALL.match(line):
         calls, rest = int(m.group(1)) + 1, line[m.end() :]
+    ran = bool(_REFERENCE_RAN.search(rest))
     if m := _PROBE.match(rest):  # the probe's own call raised: once more after the plan's
         seed = plan.calls + (1 if m.group(1) == "version" else 0)
-        return Check("raises", "what each side raises", probe_seed=seed)
+        return Check("raises", "what each side raises", probe_seed=seed, reference_runs=ran)
     if _RAISES.match(rest) or " failed to compile" in rest:
-        return Check("raises", "what each side raises", calls=calls, variant=variant, backward=bw)
+        return Check(
+            "raises",
+            "what each side raises",
+            calls=calls,
+            variant=variant,
+            backward=bw,
+            reference_runs=ran,
+        )
     fact = _read_fact(spec, rest)
     if fact is None:  # a difference this module cannot read: every output's values
         return Check("values", f"the outputs ({rest[:60]})", "out", calls, variant)

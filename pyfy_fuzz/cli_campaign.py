@@ -314,10 +314,18 @@ def add_migrate_parser(commands: Any) -> None:
         description=(
             "Run every old-format entry of a corpus again and save it under its bug identity "
             "(format 3); old entries that are one bug become one entry, triage notes kept. "
-            "Old directories move to CORPUS/.migrated/. Exit status: 0 done, 2 usage error."
+            "Old directories move to CORPUS/.migrated/. With --render, every current entry's "
+            "repro.py, program.py and README.md are written anew from its case.json instead "
+            "(after an upgrade of pyfy-fuzz's renderer; replaced files are kept in "
+            "CORPUS/.migrated/). Exit status: 0 done, 2 usage error."
         ),
     )
     p.add_argument("corpus", type=Path, nargs="?", default=Path("corpus"))
+    p.add_argument(
+        "--render",
+        action="store_true",
+        help="rewrite the generated files of current-format entries; re-check changed repros",
+    )
     p.add_argument("--workers", type=int, default=None)
     p.add_argument("--case-timeout", type=float, default=120.0)
     p.set_defaults(run=cmd_migrate)
@@ -331,6 +339,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     workers = _workers(args.workers)
     if not args.corpus.is_dir():
         raise _cli_error(f"{args.corpus} is not a directory")
+    if args.render:
+        return _render(args.corpus)
     if not old_entries(args.corpus):
         print(f"migrate: no old-format entries in {args.corpus}")
         return 0
@@ -350,6 +360,22 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         print(f"note: {TLPARSE_NOTICE}")
     news = {new for _, new, _ in report.migrated}
     print(f"migrate: {len(report.migrated)} entries -> {len(news)} entries")
+    return 0
+
+
+def _render(corpus: Path) -> int:
+    from pyfy_fuzz.corpus import CorpusError
+    from pyfy_fuzz.migrate import render
+
+    try:
+        done = render(corpus)
+    except CorpusError as e:
+        raise _cli_error(str(e)) from None
+    for sig, changed, verdict in done:
+        if changed:
+            print(f"{sig:<48} {', '.join(changed)}" + (f"  (repro {verdict})" if verdict else ""))
+    n = sum(1 for _, changed, _ in done if changed)
+    print(f"migrate --render: {n} of {len(done)} entries rewritten")
     return 0
 
 

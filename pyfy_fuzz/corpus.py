@@ -278,6 +278,29 @@ class Corpus:
         self.entries.pop(path.name, None)
         return target
 
+    def refresh(self, sig: str, files: dict[str, str]) -> list[str]:
+        """Write an entry's generated files (repro.py, program.py, README.md) anew where their
+        text changed, each atomically under the entry's lock; a replaced file is kept under
+        .migrated/<sig>.render/ (a person may have edited it). Returns the names rewritten;
+        an entry that is gone or no longer loads is left alone."""
+        entry, changed = self.entries.get(sig), list[str]()
+        if entry is None:
+            return changed
+        with _Lock(self.root / f".lock-{sig}"):
+            if not isinstance(self._load(entry.path) if entry.path.is_dir() else None, Entry):
+                return changed
+            for name, text in sorted(files.items()):
+                old = entry.path / name
+                if old.is_file() and old.read_text(errors="replace") == text:
+                    continue
+                if old.is_file():
+                    kept = self.root / ".migrated" / f"{sig}.render"
+                    kept.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(old, kept / name)
+                atomic_write(old, text)
+                changed.append(name)
+        return changed
+
     def bump(self, sig: str, count: int) -> None:
         """Add `count` sightings to an entry (case.json rewritten atomically). An entry that
         was retired (deleted) or no longer loads (being edited) is left alone."""

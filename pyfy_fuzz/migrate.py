@@ -36,7 +36,7 @@ from .replay import run_specs
 from .repro import check_repro, repro_record
 from .trace import TRACE_DIR
 
-__all__ = ["MigrateReport", "migrate", "old_entries"]
+__all__ = ["MigrateReport", "migrate", "old_entries", "render"]
 
 _RAISED = re.compile(r"raised (\w+) in [\w-]+: (.*?)(; \w[\w. ]* (did not|raised).*)?$")
 
@@ -204,6 +204,25 @@ def migrate(root: Path, *, workers: int = 1, case_timeout: float = 120.0) -> Mig
             code, tail = check_repro(path)
             corpus.annotate(sig, {"repro": repro_record(path, code, tail)})
     return report
+
+
+def render(root: Path) -> list[tuple[str, list[str], str | None]]:
+    """`pyfy-fuzz migrate --render`: write every current-format entry's generated files anew
+    from its case.json, for a repro renderer that changed while the identities held (no
+    re-run, no re-key). A rewritten repro.py is checked again where pyfy-fuzz cannot be
+    imported. Returns (entry, files rewritten, the new repro's verdict or None)."""
+    corpus = Corpus.open(root, create=False)
+    done: list[tuple[str, list[str], str | None]] = []
+    for sig, e in sorted(corpus.entries.items()):
+        has_file = (e.path / "pythonified.py").is_file()
+        changed = corpus.refresh(sig, entry_files(e.case, has_pythonified=has_file))
+        verdict = None
+        if "repro.py" in changed and e.case["kind"] != "hang":
+            record = repro_record(e.path, *check_repro(e.path))
+            corpus.annotate(sig, {"repro": record})
+            verdict = str(record["verdict"])
+        done.append((sig, changed, verdict))
+    return done
 
 
 def _retire(root: Path, path: Path) -> Path:

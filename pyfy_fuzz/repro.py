@@ -141,8 +141,10 @@ class _Repro:
     def _docstring(self) -> list[str]:
         title_ = title(self.finding, self.backend, self.spec.plan.mode)
         title_ = title_.replace("\\", "/").replace('"""', "'''")
-        run = "python repro.py  # exit 1 while the bug is present, 0 once fixed"
-        return [f'"""{title_}', run, '"""']
+        return [
+            f'"""{title_}',
+            'python repro.py: exit 1 while the bug is present, 0 once fixed."""',
+        ]
 
     def _imports(self) -> list[str]:
         spec, names, lines = self.spec, self.imports, []
@@ -249,6 +251,8 @@ class _Repro:
         check, fact = self.check, self.check.fact
         head, body = self._calls()
         self._need_names(head + body)
+        if self._crash_form():  # run(fn), unless one line calls: then main calls inline
+            return [] if self._one_call() else ["def run(fn):", *head, *body]
         if check.compare in ("raises", "runs") and not fact:
             return [
                 "def outcome(fn):  # None, or what the calls raise",
@@ -271,6 +275,19 @@ class _Repro:
                 lines[1:] = ["    return fn(*make_inputs())"]  # the output is the fact
         self._need_names(lines)
         return lines
+
+    def _crash_form(self) -> bool:
+        """A crash where the reference runs: its call, then the subject's in a try. (The
+        pythonify guards check excuses the file's own refusal, so it keeps outcome().)"""
+        check = self.check
+        guards_file = self.subject == "pythonify" and self.finding["oracle"] == "guards"
+        return check.compare == "raises" and check.reference_runs and not guards_file
+
+    def _one_call(self) -> str | None:
+        """`fn(*make_inputs(...))` where that one line is all the calls are, else None."""
+        head, body = self._calls()
+        one = body[0].strip() if not head and len(body) == 1 else ""
+        return one if re.fullmatch(r"fn\(\*make_\w*inputs\(\d*\)\)", one) else None
 
     def _need_names(self, lines: list[str]) -> None:
         text = "\n".join(lines)
@@ -419,6 +436,19 @@ class _Repro:
                 f"result = outcome({target})",
                 f'print(f"{gl}{{result!r:.300}}")',
                 f'print("{got_label} ran through: the bug is fixed")',
+            ]
+        if self._crash_form():
+            one = self._one_call()
+            call = (lambda fn: fn + one[2:]) if one else (lambda fn: f"run({fn})")
+            bug = f"BUG: {got_label} raises where {ref_label} runs: {{e!r:.300}}"
+            return [
+                *setup,
+                f"{call(ref)}  # {ref_label} runs",
+                "try:",
+                f"    {call(got)}",
+                "except Exception as e:  # what the compiler raised",
+                f'    raise SystemExit(f"{bug}") from None',
+                f'print("{got_label} runs too: the bug is fixed")',
             ]
         run = "outcome" if check.compare == "raises" and not check.fact else "observe"
         for helper in _FACT_HELPERS:

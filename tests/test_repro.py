@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -85,7 +86,7 @@ def _well_formed(source: str) -> None:
     assert _imports(source) <= ALLOWED, _imports(source) - ALLOWED
     assert "pyfy_fuzz" not in source and "import generators" not in source
     lines = source.splitlines()
-    assert lines[0].startswith('"""') and lines[1].startswith("python repro.py  # exit 1")
+    assert lines[0].startswith('"""') and lines[1].startswith("python repro.py: exit 1")
 
 
 def _undefined_names(paths: list[Path]) -> str:
@@ -418,12 +419,33 @@ def test_any_program_and_finding_render_a_script_that_defines_what_it_uses(
     assert _imports(source) <= ALLOWED
     # at most MAX_LINES, unless the program alone (its definitions, f, make_inputs) is long:
     # an unshrunk program with several custom Functions or MirrorTensor can be
-    program = source.split("\ndef observe(")[0].split("\ndef outcome(")[0]
+    program = re.split(r"\ndef (observe|outcome|run)\(", source)[0]
     assert len(source.splitlines()) <= MAX_LINES or len(program.splitlines()) > 45
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "repro.py"
         path.write_text(source)
         assert not _undefined_names([path])
+
+
+def test_a_crash_where_eager_runs_calls_eager_then_the_compile_in_a_try() -> None:
+    """The shape of a pt2 crash report: eager's call, then torch.compile's, whose exception is
+    the bug. Where eager raises too, the script compares what each raises (outcome())."""
+    line = "call 0: raised AssertionError in call: boom; eager did not"
+    inline = render_repro(
+        VIEW_OF_A_VIEW, finding("crash", "exceptions", TC, line), backend="aot_eager"
+    )
+    _well_formed(inline)
+    assert "\nf(*make_inputs())  # eager runs\ntry:\n" in inline
+    assert '    torch.compile(f, backend="aot_eager")(*make_inputs())\n' in inline
+    assert "def run(" not in inline and "def outcome(" not in inline
+    with_backward = render_repro(*CASES[1][1:], backend="aot_eager")  # "exceptions"
+    _well_formed(with_backward)
+    assert "def run(fn):" in with_backward and "loss.backward()" in with_backward
+    assert "\nrun(f)  # eager runs\n" in with_backward
+    both = finding(CD, "exceptions", TC, "call 0: returned; eager raised RuntimeError in call: b")
+    compared = render_repro(PLAIN, both, backend="aot_eager")
+    _well_formed(compared)
+    assert "def outcome(fn):" in compared and "def run(" not in compared
 
 
 def test_pythonify_repros_load_the_file_next_to_them() -> None:

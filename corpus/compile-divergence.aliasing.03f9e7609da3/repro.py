@@ -1,6 +1,5 @@
 """torch.compile (aot_eager): output aliasing differs from eager (output N._base: input:<arg>)
-python repro.py  # exit 1 while the bug is present, 0 once fixed
-"""
+python repro.py: exit 1 while the bug is present, 0 once fixed."""
 
 import torch
 from torch.utils._pytree import tree_leaves

@@ -1,6 +1,5 @@
 """torch.compile (aot_eager): autograd metadata differs from eager (writing into output N in place: allowed)
-python repro.py  # exit 1 while the bug is present, 0 once fixed
-"""
+python repro.py: exit 1 while the bug is present, 0 once fixed."""
 
 import torch
 import torch._functorch.config

@@ -1,6 +1,5 @@
 """torch.compile (aot_eager): differs from eager on a call that breaks its guards (variant call (aliasing): raised TorchRuntimeError; eager raised RuntimeError)
-python repro.py  # exit 1 while the bug is present, 0 once fixed
-"""
+python repro.py: exit 1 while the bug is present, 0 once fixed."""
 
 import torch
 

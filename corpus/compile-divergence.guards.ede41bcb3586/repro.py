@@ -1,6 +1,5 @@
 """torch.compile (aot_eager): differs from eager on a call that breaks its guards (variant call (aliasing): ran on the graph compiled for other aliasing)
-python repro.py  # exit 1 while the bug is present, 0 once fixed
-"""
+python repro.py: exit 1 while the bug is present, 0 once fixed."""
 
 import torch
 

@@ -1,6 +1,5 @@
 """torch.compile (aot_eager): input mutations differ from eager (input <arg> after the call: values differ)
-python repro.py  # exit 1 while the bug is present, 0 once fixed
-"""
+python repro.py: exit 1 while the bug is present, 0 once fixed."""
 
 import torch
 

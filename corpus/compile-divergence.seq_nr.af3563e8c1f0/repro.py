@@ -1,6 +1,5 @@
 """torch.compile (aot_eager): the backward's seq_nr mapping differs from eager (backward nodes name no forward node (view replay))
-python repro.py  # exit 1 while the bug is present, 0 once fixed
-"""
+python repro.py: exit 1 while the bug is present, 0 once fixed."""
 
 import torch
 import torch._functorch.config

@@ -1,6 +1,5 @@
 """torch.compile (aot_eager): the backward's seq_nr mapping differs from eager (by seq_nr, backward group N of the compiled graph maps to forward [...]; eager's N-th backward node is CloneBackward0 (e)
-python repro.py  # exit 1 while the bug is present, 0 once fixed
-"""
+python repro.py: exit 1 while the bug is present, 0 once fixed."""
 
 import torch
 import torch._functorch.config

@@ -1,6 +1,5 @@
 """pythonify (aot_eager): crashes where torch.compile runs
-python repro.py  # exit 1 while the bug is present, 0 once fixed
-"""
+python repro.py: exit 1 while the bug is present, 0 once fixed."""
 
 import importlib.util
 import os

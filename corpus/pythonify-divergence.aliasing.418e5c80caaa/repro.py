@@ -1,6 +1,5 @@
 """pythonify (aot_eager, reduce-overhead): output aliasing differs from torch.compile (output N._base: output:N)
-python repro.py  # exit 1 while the bug is present, 0 once fixed
-"""
+python repro.py: exit 1 while the bug is present, 0 once fixed."""
 
 import importlib.util
 import os

@@ -1,6 +1,5 @@
 """pythonify (aot_eager): gradients differ from torch.compile (grad of <arg>: values differ)
-python repro.py  # exit 1 while the bug is present, 0 once fixed
-"""
+python repro.py: exit 1 while the bug is present, 0 once fixed."""
 
 import importlib.util
 import os

@@ -7,6 +7,7 @@ import ast
 from pathlib import Path
 
 from pyfy_fuzz.corpus import FORMAT, Corpus
+from pyfy_fuzz.entry import entry_files
 
 ROOT = Path(__file__).resolve().parents[2] / "corpus"
 
@@ -35,3 +36,18 @@ def test_every_checked_in_entry_is_valid_complete_and_triaged() -> None:
             assert case["repro"]["verdict"] == "reproduces", (sig, case["repro"])
     kinds = {e.case["bug_in"] for e in corpus.entries.values()}
     assert kinds == {"torch", "pythonify", "pyfy-fuzz"}
+
+
+def test_checked_in_files_are_the_renderers_and_the_readme_shows_one_verbatim() -> None:
+    """repro.py, program.py and README.md are made from case.json: after a change of the
+    renderer, `pyfy-fuzz migrate --render corpus` writes them anew. The project README's
+    example is one entry's repro.py, as it is."""
+    corpus = Corpus.open(ROOT, create=False)
+    stale = []
+    for sig, e in sorted(corpus.entries.items()):
+        files = entry_files(e.case, has_pythonified=(e.path / "pythonified.py").is_file())
+        stale += [f"{sig}/{n}" for n, text in files.items() if (e.path / n).read_text() != text]
+    assert not stale, f"run `pyfy-fuzz migrate --render corpus`: {stale}"
+    readme = (ROOT.parent / "README.md").read_text()
+    block = readme.split("<!-- fmt: off -->\n```python\n", 1)[1].split("```\n", 1)[0]
+    assert any(block == (e.path / "repro.py").read_text() for e in corpus.entries.values())

@@ -131,3 +131,27 @@ def test_migrate_errors_are_one_line(tmp_path: Path, capsys) -> None:
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a directory" in err
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_render_rewrites_stale_generated_files_keeping_the_old_ones(tmp_path: Path, capsys) -> None:
+    """After the repro renderer changes, `migrate --render` writes each entry's files anew from
+    case.json, re-checks the new repro.py, and keeps what it replaced (a person's edit)."""
+    name = "compile-divergence.mutation.a6d76f8df013"  # README's example: a torch bug
+    root = tmp_path / "c"
+    root.mkdir()
+    shutil.copytree(ROOT / "corpus" / name, root / name)
+    (root / name / "repro.py").write_text("# a person's edit\n")
+    case = json.loads((root / name / CASE).read_text())
+    case.pop("repro", None)
+    (root / name / CASE).write_text(json.dumps(case))
+    assert main(["migrate", str(root), "--render"]) == 0
+    out = capsys.readouterr().out
+    assert f"{name}" in out and "repro.py" in out and "(repro reproduces)" in out
+    assert (root / ".migrated" / f"{name}.render" / "repro.py").read_text() == "# a person's edit\n"
+    entry = Corpus.open(root).entries[name]
+    assert entry.case["repro"]["verdict"] == "reproduces" and entry.case["repro"]["exit_code"] == 1
+    assert (root / name / "repro.py").read_text().startswith('"""torch.compile (aot_eager)')
+    # Nothing left to write the second time.
+    assert main(["migrate", str(root), "--render"]) == 0
+    assert "0 of 1 entries rewritten" in capsys.readouterr().out
