@@ -53,7 +53,7 @@ _PATH = re.compile(r"(/[\w.\-]+){2,}")
 _PROGRAM_NAMES = {"a": "<arg>", "p": "<param>", "b": "<buffer>", "v": "<value>"}
 _PROGRAM_NAME = re.compile(r"\b([apbv])\d+\b")
 _FX_NAME = re.compile(r"\b(?:[a-z]+(?:_[a-z]+)*_\d+(?:_\d+)?|arg\d+_\d+)\b")
-# sympy symbols of dynamic shapes (s0, u3, ...): names, like the program's.
+# sympy symbols of dynamic shapes (s0, u3, ...): a size like any other (Note [Symbolic sizes]).
 _SYMBOL = re.compile(r"\b[suqzc]\d+\b")
 # "<Type>: " in front of a compiler failure's message (BackendCompilerFailed says what raised).
 _TYPE_PREFIX = re.compile(r"^\w+(Error|Exception|Failure): ")
@@ -61,8 +61,8 @@ _TYPE_PREFIX = re.compile(r"^\w+(Error|Exception|Failure): ")
 # this program's tensors and nodes ("...modified by an inplace operation: [torch.FloatTensor
 # [2]], which is output 0 of CopyBackwards, is at version 3").
 _HEADLINE_MIN = 20
-# A symbolic size expression once its symbols and numbers are normalised (sN**N*sN + N).
-_SYM_EXPR = re.compile(r"\bsN(?:\s*(?:\*\*|//|[*+/-])\s*(?:sN|N)\b)+")
+# Arithmetic over sizes once symbols and numbers are N (N**N*N + N, N*(N + N)).
+_SIZE_EXPR = re.compile(r"\(?\bN\b\)?(?:\s*(?:\*\*|//|[*+/-])\s*\(?\bN\b\)?)+")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(\.\d+)?(e-?\d+)?(?![\w])")
 _NUM_LIST = re.compile(r"[\[(]\s*(?:N\s*,\s*)*N?\s*,?\s*[\])]")
 _FLOAT_LIST = re.compile(r"\[(?:[^\[\]]*)\]")
@@ -85,14 +85,24 @@ def normalise_message(message: str) -> str:
     if cut > 0:
         text = text[:cut]
     text = _HEX.sub("0x?", text)
-    text = _SYMBOL.sub("sN", text)
+    text = _SYMBOL.sub("N", text)
     text = _PATH.sub("<path>", text)
     text = _PROGRAM_NAME.sub(lambda k: _PROGRAM_NAMES[k.group(1)], text)
     text = _FX_NAME.sub(_fx_name, text)
     text = _NUMBER.sub("N", text)
+    text = _SIZE_EXPR.sub("N", text)
     text = _NUM_LIST.sub("[...]", text)
-    text = _SYM_EXPR.sub("<expr>", text)
     return _SPACES.sub(" ", text).strip()[:200]
+
+
+# Note [Symbolic sizes]
+# ~~~~~~~~~~~~~~~~~~~~~
+# One bug met with static and with dynamic shapes raises one message with numbers in one and
+# sympy expressions in the other ("sizes [3], strides [1], ... storage size of 28" against
+# "sizes [s50, s50], strides [s50*s88, s88], ... storage size of 2*s50*(s88 - 1) + 2"). A
+# symbol is a size, and arithmetic over sizes is a size, so both normalise to "sizes [...],
+# strides [...], ... storage size of N": one entry. (Before format 4 symbols were kept as
+# names, and the campaign of 2026-11-24 saved the as_strided_scatter bound check twice.)
 
 
 def _fx_name(m: re.Match[str]) -> str:

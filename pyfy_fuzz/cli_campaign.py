@@ -313,7 +313,7 @@ def add_migrate_parser(commands: Any) -> None:
         help="re-key corpus entries of an older format as bug identities",
         description=(
             "Run every old-format entry of a corpus again and save it under its bug identity "
-            "(format 3); old entries that are one bug become one entry, triage notes kept. "
+            "(format 4); old entries that are one bug become one entry, triage notes kept. "
             "Old directories move to CORPUS/.migrated/. With --render, every current entry's "
             "repro.py, program.py and README.md are written anew from its case.json instead "
             "(after an upgrade of pyfy-fuzz's renderer; replaced files are kept in "

@@ -43,8 +43,10 @@ from .atomic import atomic_write
 # variant call is identified by whether it recompiled (Note [Variant-call identity] in
 # oracles/guards.py), autograd aspects lead with is_leaf, seq_nr names custom Functions:
 # identities of format 2 may have moved, so format 2 entries are migrated as format 1 ones.
-FORMAT = 3
-OLD_FORMATS = (1, 2)
+# 4: a symbolic size is a size in a crash's message (Note [Symbolic sizes] in
+# oracles/identity.py): a format 3 crash met under dynamic shapes may have moved.
+FORMAT = 4
+OLD_FORMATS = (1, 2, 3)
 CASE = "case.json"
 _REQUIRED = ("format", "signature", "kind", "oracle", "subject", "spec", "expected")
 _REQUIRED_2 = ("coarse", "identity")

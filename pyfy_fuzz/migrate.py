@@ -1,7 +1,8 @@
 """`pyfy-fuzz migrate CORPUS`: re-key entries of an older case.json format as bug identities.
 
-(Format 2 entries are migrated the same way: format 3 refined the identity -- consequences
-folded into causes, variant calls by what they compiled -- so a format 2 key may have moved.)
+(Format 2 and 3 entries are migrated the same way: format 3 refined the identity --
+consequences folded into causes, variant calls by what they compiled -- and format 4 reads a
+symbolic size in a crash's message as a size, so their keys may have moved.)
 
 Format 1 signed a finding by kind, oracle, subject, wrapper paths and exception type, so one
 root cause was split across signatures and distinct crashes merged. Format 2 signs it by its

@@ -112,6 +112,25 @@ def test_message_normalisation():
     )
     assert n(inplace) == n(inplace.replace("CopyBackwards", "AsStridedBackward0")[14:])
     assert n("s88**2 is not tracked") == n("s50**2 is not tracked") == n("s1**2*s0 is not tracked")
+    # Note [Symbolic sizes]: a bound check met with static and with dynamic shapes is one bug.
+    static = (
+        "as_strided_scatter: sizes [3], strides [1], storage offset 4  and itemsize 4 requiring "
+        "a storage size of 28 are out of bounds for storage of size 16"
+    )
+    dynamic = (
+        "as_strided_scatter: sizes [s50, s50], strides [s50*s88, s88], storage offset 0  and "
+        "itemsize 2 requiring a storage size of 2*s50*(s88 - 1) + 2*(s50 - 1) + 2 are out of "
+        "bounds for storage of size 2*s50**2"
+    )
+    assert (
+        n(static)
+        == n(dynamic)
+        == (
+            "as_strided_scatter: sizes [...], strides [...], storage offset N and itemsize N "
+            "requiring a storage size of N are out of bounds for storage of size N"
+        )
+    )
+    assert n("expected float64 but got s0") == "expected float64 but got N"  # words stay
     assert n("setStorage: sizes [2]") == "setStorage: sizes [...]"  # a short head stays whole
 
 
