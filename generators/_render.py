@@ -453,16 +453,19 @@ _FLOATS = ("float32", "float64", "float16", "bfloat16")
 
 def variant_changes(spec: ProgramSpec) -> bool:
     """Whether the plan's variant call gets other inputs than call 0 (what `_root` and
-    `make_inputs` below do with it): a dtype variant needs a floating root, an aliasing
-    variant an aliased argument or two tensor arguments. A variant that changes nothing tests
-    no guard; it repeats call 0."""
+    `make_inputs` below do with it): a shape variant needs a root with a dimension (each
+    grows by one; a 0-d root stays 0-d), a dtype variant a floating root, an aliasing variant
+    an aliased argument or two tensor arguments. A variant that changes nothing tests no
+    guard; it repeats call 0."""
     variant = spec.plan.variant
     tensors = [i for i in spec.inputs if i.kind != "int"]
     if variant == "dtype":
         return any(spec.roots[i.root].dtype in _FLOATS for i in tensors if i.kind != "dup")
     if variant == "aliasing":
         return len(tensors) >= 2 or any(i.kind in ("view", "set_shared") for i in tensors)
-    return variant == "shape" and bool(tensors)
+    if variant == "shape":
+        return any(spec.roots[i.root].shape for i in tensors if i.kind != "dup")
+    return False
 
 
 def _make_inputs_source(spec: ProgramSpec) -> str:

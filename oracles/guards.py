@@ -66,6 +66,12 @@ _COMPARISONS = (
 # A reused graph under a shape or dtype variant (dynamic shapes admit the new sizes) keeps the
 # per-symptom identity: the graph was meant to serve those inputs, so what it gets wrong is
 # the graph's own bug, not a guard's.
+#
+# A difference the plan's calls show too (the same oracle and aspect) is theirs, whatever the
+# variant did: the plan-call finding already names it, with its consequences folded
+# (a grads difference under an autograd cause), so the variant call adds nothing to it.
+# (Seen: a 0-d argument's "shape" variant, which repeats call 0, saved T3's gradient echo
+# as a second entry.)
 REUSED_ALIASING = "variant call (aliasing): ran on the graph compiled for other aliasing"
 
 
@@ -75,6 +81,17 @@ def _diffs(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
 
 def _oracle_diffs(ref: CallObs, got: CallObs, ctx: PairContext) -> list[tuple[str, str]]:
     return [(name, d) for name, fn in _COMPARISONS for d in fn(ref, got, ctx)]
+
+
+def _plan_aspects(ev: Evidence) -> set[tuple[str, str]]:
+    """(oracle, aspect) of every difference torch.compile shows on the plan's calls."""
+    ctx = PairContext(ev, "torch.compile", ev.compile_exact)
+    return {
+        (oracle, aspect_of(d))
+        for r, g in zip(ev.eager.calls, ev.compiled.calls, strict=False)
+        if r.raised is None and g.raised is None
+        for oracle, d in _oracle_diffs(r, g, ctx)
+    }
 
 
 def _compiled_variant(ev: Evidence, e: CallObs, c: CallObs) -> list[Finding]:
@@ -100,6 +117,8 @@ def _compiled_variant(ev: Evidence, e: CallObs, c: CallObs) -> list[Finding]:
         exc = c.raised
     elif e.raised is None:
         pairs = _oracle_diffs(e, c, PairContext(ev, "torch.compile", ev.compile_exact))
+        shown = _plan_aspects(ev) if pairs else set()
+        pairs = [(o, d) for o, d in pairs if (o, aspect_of(d)) not in shown]
         diffs, exc = [f"{called}: {d}" for _, d in pairs], None
     else:
         return []

@@ -86,6 +86,8 @@ def test_a_variant_that_changes_nothing_is_never_drawn() -> None:
     ints = replace(one, roots=(RootSpec((3, 4), dtype="int64"),))
     assert not variant_changes(replace(ints, plan=CallPlan(variant="dtype")))
     assert variant_changes(replace(one, plan=CallPlan(variant="dtype")))
+    scalar = replace(one, roots=(RootSpec(()),))  # a 0-d root has no dimension to grow
+    assert not variant_changes(replace(scalar, plan=CallPlan(variant="shape")))
 
     @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
     @given(programs())

@@ -108,6 +108,17 @@ def test_a_recompiled_variant_call_is_identified_as_a_first_call_would_be() -> N
     assert g.oracle == "guards" and g.aspect == "variant call (shape): output N: values differ"
 
 
+def test_a_variant_call_showing_what_the_plan_calls_show_adds_nothing() -> None:
+    """Wrong on every call: call 0's outputs finding names the bug; the variant call, whether
+    it recompiled or not, repeats it and is no guards finding (Note [Variant-call identity])."""
+    for recompiled in (False, True):
+        ev = evidence(_variant("shape"), compiled_wrap=mapped(lambda o: o + 1))
+        assert ev.compiled.variant is not None
+        ev.compiled.variant.recompiled = recompiled
+        (f,) = oracles.check_all(ev)
+        assert f.oracle == "outputs" and "variant call" not in f.explanation, f.explanation
+
+
 def test_every_symptom_of_a_graph_reused_for_other_aliasing_is_one_bug() -> None:
     ev = evidence(_variant("aliasing"), compiled_wrap=_wrong_on_variant)
     assert ev.eager.variant is not None and ev.eager.variant.variant == "aliasing"
