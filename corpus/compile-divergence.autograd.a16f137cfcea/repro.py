@@ -2,9 +2,6 @@
 python repro.py: exit 1 while the bug is present, 0 once fixed."""
 
 import torch
-import torch._functorch.config
-
-torch._functorch.config.force_non_lazy_backward_lowering = True  # as pyfy-fuzz
 
 class Fn0(torch.autograd.Function):
     @staticmethod

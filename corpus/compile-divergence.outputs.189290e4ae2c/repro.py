@@ -2,11 +2,9 @@
 python repro.py: exit 1 while the bug is present, 0 once fixed."""
 
 import torch
-import torch._functorch.config
 import torch._inductor.config
 
 torch._inductor.config.fallback_random = True  # eager's random numbers
-torch._functorch.config.force_non_lazy_backward_lowering = True  # as pyfy-fuzz
 
 def f(a0):
     v0 = torch.rand_like(a0)

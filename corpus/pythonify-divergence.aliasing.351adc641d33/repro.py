@@ -5,9 +5,6 @@ import importlib.util
 import os
 
 import torch
-import torch._functorch.config
-
-torch._functorch.config.force_non_lazy_backward_lowering = True  # as pyfy-fuzz
 
 class Program(torch.nn.Module):
     def __init__(self):
