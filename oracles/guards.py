@@ -67,11 +67,12 @@ _COMPARISONS = (
 # per-symptom identity: the graph was meant to serve those inputs, so what it gets wrong is
 # the graph's own bug, not a guard's.
 #
-# A difference the plan's calls show too (the same oracle and aspect) is theirs, whatever the
-# variant did: the plan-call finding already names it, with its consequences folded
-# (a grads difference under an autograd cause), so the variant call adds nothing to it.
-# (Seen: a 0-d argument's "shape" variant, which repeats call 0, saved T3's gradient echo
-# as a second entry.)
+# A variant call whose cause the plan's calls show too (its first difference, in the order
+# of _COMPARISONS: an argument before the outputs that echo it) is theirs, whatever the
+# variant did: the plan-call finding already names that cause, its consequences folded in (a
+# grads difference under an autograd cause), and the variant's other lines are its echoes
+# (an output that is the argument only in the variant's aliasing). (Seen: a 0-d argument's
+# "shape" variant, which repeats call 0, saved T3's gradient echo as a second entry.)
 REUSED_ALIASING = "variant call (aliasing): ran on the graph compiled for other aliasing"
 
 
@@ -117,8 +118,8 @@ def _compiled_variant(ev: Evidence, e: CallObs, c: CallObs) -> list[Finding]:
         exc = c.raised
     elif e.raised is None:
         pairs = _oracle_diffs(e, c, PairContext(ev, "torch.compile", ev.compile_exact))
-        shown = _plan_aspects(ev) if pairs else set()
-        pairs = [(o, d) for o, d in pairs if (o, aspect_of(d)) not in shown]
+        if pairs and (pairs[0][0], aspect_of(pairs[0][1])) in _plan_aspects(ev):
+            return []
         diffs, exc = [f"{called}: {d}" for _, d in pairs], None
     else:
         return []

@@ -123,7 +123,10 @@ def test_migrate_reruns_rekeys_and_moves_the_old_entry_aside(tmp_path: Path, cap
     again = Corpus.open(root)
     assert not again.problems and list(again.entries) == [entry.path.name]
     assert again.entries[entry.path.name].case["format"] == FORMAT
-    assert json.loads((root / ".migrated" / entry.path.name / CASE).read_text())["format"] == FORMAT - 1
+    assert (
+        json.loads((root / ".migrated" / entry.path.name / CASE).read_text())["format"]
+        == FORMAT - 1
+    )
 
 
 def test_migrate_errors_are_one_line(tmp_path: Path, capsys) -> None:

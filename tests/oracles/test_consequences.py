@@ -3,6 +3,7 @@ identified by what it compiled (Note [Variant-call identity] in oracles/guards.p
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import torch
@@ -117,6 +118,24 @@ def test_a_variant_call_showing_what_the_plan_calls_show_adds_nothing() -> None:
         ev.compiled.variant.recompiled = recompiled
         (f,) = oracles.check_all(ev)
         assert f.oracle == "outputs" and "variant call" not in f.explanation, f.explanation
+
+
+def test_a_variant_call_whose_cause_the_plan_calls_show_adds_nothing_with_new_echoes() -> None:
+    """The campaign's T1 split: call 0 loses the write into a0 and returns another argument;
+    the variant passes a0 twice, so its output is a0, an echo call 0 did not have. The cause
+    (a0's lost write) is call 0's finding; the variant call's lines are not a second one."""
+    s = spec(
+        [("mul_", ("a0", 2), ())], ["a0"], grad="none", plan=CallPlan(calls=1, variant="shape")
+    )
+    for recompiled in (False, True):
+        ev = evidence(s, compiled_wrap=_losing_the_write)
+        assert ev.compiled.variant is not None
+        ev.compiled.variant.recompiled = recompiled
+        c0, e0 = ev.compiled.calls[0], ev.eager.calls[0]  # call 0 shows the write alone
+        c0.outputs, c0.outputs_later = copy.deepcopy((e0.outputs, e0.outputs_later))
+        found = oracles.check_all(ev)
+        assert [f.oracle for f in found] == ["mutation"], [f.explanation for f in found]
+        assert "variant call" not in found[0].explanation
 
 
 def test_every_symptom_of_a_graph_reused_for_other_aliasing_is_one_bug() -> None:
