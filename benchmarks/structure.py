@@ -1,0 +1,186 @@
+"""The structure numbers issue 15 is measured by, before and after its restructuring.
+
+    .venv/bin/python benchmarks/structure.py [--root .]
+
+Over `pyfy_fuzz/`, `generators/` and `oracles/` (tests left out), read as source, nothing
+imported:
+
+- modules, modules with `__all__`, modules over 500 lines;
+- functions (methods included): median length, how many run over 60 lines, the ten longest;
+- `Any`: the name's uses in the code (annotations and casts; import lines not counted);
+- import cycles between modules, from module-level imports (a function-level import is
+  deferred and cannot cycle at import time; `if TYPE_CHECKING:` blocks are skipped);
+- imports between the project's areas (pythonify, the rest of pyfy_fuzz, cli, generators,
+  oracles), function-level ones included, and the pairs of areas that import each other: the
+  layer contract the issue asks import-linter to hold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import statistics
+from collections.abc import Iterator
+from pathlib import Path
+
+PACKAGES = ("pyfy_fuzz", "generators", "oracles")
+LONG_MODULE = 500
+LONG_FUNCTION = 60
+
+
+def _modules(root: Path) -> dict[str, tuple[Path, ast.Module]]:
+    """Dotted module name -> (path, parsed tree)."""
+    out = {}
+    for pkg in PACKAGES:
+        for path in sorted((root / pkg).rglob("*.py")):
+            name = ".".join(path.relative_to(root).with_suffix("").parts)
+            out[name.removesuffix(".__init__")] = (path, ast.parse(path.read_text()))
+    return out
+
+
+def _imported(name: str, path: Path, node: ast.stmt | ast.expr) -> list[str]:
+    """The dotted names an import statement names (relative imports resolved)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    base = node.module or ""
+    if node.level:
+        parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+        base = ".".join(parts + ([base] if base else []))
+    # `from . import records` needs the submodule, not the package's own code: the owner of
+    # "base.name" is the submodule where there is one, else base itself.
+    return [f"{base}.{a.name}" for a in node.names]
+
+
+def _owner(target: str, names: set[str]) -> str | None:
+    """The project module a dotted import target lands in (a name inside it: its module)."""
+    while target and target not in names:
+        target = target.rpartition(".")[0]
+    return target or None
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (iterative Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(start, iter(sorted(edges[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            v, children = work[-1]
+            w = next(children, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(edges.get(w, ())))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    component.append(w)
+                    if w == v:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def _area(module: str) -> str:
+    if module.startswith("pyfy_fuzz.pythonify"):
+        return "pythonify"
+    if module.startswith("pyfy_fuzz.cli"):
+        return "cli"
+    return module.split(".")[0]
+
+
+def _is_type_checking(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def measure(root: Path) -> list[str]:
+    """The report's lines."""
+    modules = _modules(root)
+    names = set(modules)
+    functions: list[tuple[int, str]] = []
+    anys = with_all = 0
+    long_modules = []
+    edges: dict[str, set[str]] = {}
+    areas: dict[tuple[str, str], set[str]] = {}
+    for name, (path, tree) in modules.items():
+        where = str(path.relative_to(root))
+        lines = len(path.read_text().splitlines())
+        if lines > LONG_MODULE:
+            long_modules.append((lines, where))
+        with_all += any(
+            isinstance(t, ast.Assign) and any(getattr(x, "id", "") == "__all__" for x in t.targets)
+            for t in tree.body
+        )
+        edges[name] = set()
+        for stmt in tree.body:
+            if _is_type_checking(stmt):
+                continue
+            for target in _imported(name, path, stmt):
+                owner = _owner(target, names)
+                if owner is not None and owner != name:
+                    edges[name].add(owner)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                functions.append((length, f"{where}:{node.name}"))
+            elif isinstance(node, ast.Name) and node.id == "Any":
+                anys += 1
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                for target in _imported(name, path, node):
+                    owner = _owner(target, names)
+                    if owner is not None and _area(owner) != _area(name):
+                        areas.setdefault((_area(name), _area(owner)), set()).add(
+                            f"{name} -> {owner}"
+                        )
+    functions.sort(reverse=True)
+    lengths = [n for n, _ in functions]
+    cycles = _cycles(edges)
+    out = [
+        f"modules: {len(modules)}, with __all__: {with_all}",
+        f"functions: {len(functions)}, median {statistics.median(lengths)} lines, "
+        f"over {LONG_FUNCTION}: {sum(n > LONG_FUNCTION for n in lengths)}",
+        "longest: " + ", ".join(f"{where} {n}" for n, where in functions[:10]),
+        f"Any (uses, imports not counted): {anys}",
+        f"modules over {LONG_MODULE} lines: "
+        + ", ".join(f"{where} ({n})" for n, where in sorted(long_modules, reverse=True)),
+        "module import cycles: " + ("; ".join(" <-> ".join(c) for c in cycles) or "none"),
+        "imports between areas (all, function-level included):",
+    ]
+    for (a, b), why in sorted(areas.items()):
+        out.append(f"  {a} -> {b}: {len(why)}, e.g. {sorted(why)[0]}")
+    both = sorted(f"{a} <-> {b}" for a, b in areas if a < b and (b, a) in areas)
+    out.append("areas importing each other: " + (", ".join(both) or "none"))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1])
+    args = parser.parse_args()
+    print("\n".join(measure(args.root)))
+
+
+if __name__ == "__main__":
+    main()
