@@ -10,9 +10,9 @@ imported:
 - `Any`: the name's uses in the code (annotations and casts; import lines not counted);
 - import cycles between modules, from module-level imports (a function-level import is
   deferred and cannot cycle at import time; `if TYPE_CHECKING:` blocks are skipped);
-- imports between the project's areas (pythonify, the rest of pyfy_fuzz, cli, generators,
-  oracles), function-level ones included, and the pairs of areas that import each other: the
-  layer contract the issue asks import-linter to hold.
+- imports between the project's areas (schema, pythonify, cli, the rest of pyfy_fuzz,
+  generators, oracles), function-level ones included, and the pairs of areas that import
+  each other: the layer contract the issue asks import-linter to hold.
 """
 
 from __future__ import annotations
@@ -108,6 +108,8 @@ def _area(module: str) -> str:
         return "pythonify"
     if module.startswith("pyfy_fuzz.cli"):
         return "cli"
+    if module.startswith("pyfy_fuzz.schema"):
+        return "schema"
     return module.split(".")[0]
 
 

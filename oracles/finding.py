@@ -7,7 +7,7 @@ import hashlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pyfy_fuzz.pythonify.paths import signature_paths
+from pyfy_fuzz.schema.paths import signature_paths
 
 from .identity import identity_type
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import atomic_write
-from .pythonify.paths import ALL_PATHS
+from .schema.paths import ALL_PATHS
 
 FORMAT = 1
 

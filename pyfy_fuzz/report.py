@@ -2,7 +2,7 @@
 
     rows = path_rows(load_runs([Path("run1.json"), Path("run2.json")]))
 
-One row per wrapper path of the catalogue (`pythonify.paths.ALL_PATHS`, plus any path a run
+One row per wrapper path of the catalogue (`schema.paths.ALL_PATHS`, plus any path a run
 reached that the catalogue lacks): cases that reached it, runs that did, new findings whose
 wrapper paths include it, and when it was last reached. Paths never reached come first: they
 are what the next generator work should aim at. Rendered for the terminal and as markdown
@@ -29,7 +29,7 @@ from typing import Any
 from tabulate import tabulate
 
 from .atomic import atomic_write
-from .pythonify.paths import ALL_PATHS
+from .schema.paths import ALL_PATHS
 from .triage_view import (
     FINDINGS_CSS,
     Findings,

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 
 from generators import materialize, programs
 from pyfy_fuzz.cli import main
-from pyfy_fuzz.pythonify.paths import ALL_PATHS
 from pyfy_fuzz.report import ReportError, load_runs, path_rows, render_html, render_text
+from pyfy_fuzz.schema.paths import ALL_PATHS
 
 
 def _summary(tmp: Path, name: str, hits: dict[str, int], findings: list, when: str) -> Path:

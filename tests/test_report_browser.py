@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pyfy_fuzz.pythonify.paths import ALL_PATHS
 from pyfy_fuzz.report import load_findings, load_runs, write_report
+from pyfy_fuzz.schema.paths import ALL_PATHS
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"

@@ -1,13 +1,16 @@
-"""Wrapper paths: the shared names for what a compile exercised, read off the pythonify IR.
+"""Wrapper paths read off the pythonify IR: which of the vocabulary's names
+(`pyfy_fuzz.schema.paths`: `ALL_PATHS`, `FAMILY_TARGETS`, `REFINEMENTS`) a compile exercised.
 
-A wrapper path is "<family>/<variant>", e.g. ``synthetic_base/nd`` or
-``runtime/output/alias_of_intermediate``. Generators aim at them (``hypothesis.event``),
-findings carry them, and the coverage report counts them, so all of them use these names.
-`FAMILIES` maps each generator family to the path prefix that says it hit its target.
+The vocabulary moved to the torch-free schema (issue 15). For one release its old names still
+import from here, with a DeprecationWarning that says where they went.
 """
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
+from ..schema import paths as _schema_paths
 from .ir import (
     AOTAutogradWrapperNode,
     AOTDedupeWrapperNode,
@@ -23,96 +26,22 @@ from .ir import (
     SubclassMeta,
 )
 
-# Generator family -> the path prefixes any one of which means "target reached".
-FAMILY_TARGETS: dict[str, tuple[str, ...]] = {
-    "dedupe": ("dedupe/",),
-    "synthetic_base": ("synthetic_base/",),
-    "input_mutation": ("runtime/input_mutation/",),
-    "output_aliasing": ("runtime/output/",),
-    "subclass": ("subclass/",),
-    "effects": ("tokens/",),
-    "rng": ("rng/",),  # CUDA only; on CPU the family is judged by eager parity instead
-    "autograd_function": ("autograd/",),
-    "module": ("module/",),
-    "cudagraph": ("cudagraph/",),
-}
+__all__ = ["wrapper_paths"]
+
+# Names that moved to pyfy_fuzz.schema.paths (issue 15); importable from here for one release
+# (0.2 drops them).
+_MOVED = frozenset(_schema_paths.__all__)
 
 
-# AOTAutograd's OutputType names other than non_alias (schemas.py), as runtime paths name them.
-OUTPUT_ALIAS_KINDS = (
-    "alias_of_input",
-    "is_input",
-    "alias_of_intermediate_save_as_output",
-    "alias_of_intermediate",
-    "alias_of_intermediate_base_is_user_output",
-    "unsafe_view_alias",
-    "custom_function_view",
-)
-
-# Every path `wrapper_paths` can name: the report lists those never reached first (they are
-# what the next generator work should aim at). A test keeps it a superset of what is emitted.
-ALL_PATHS: tuple[str, ...] = (
-    "autograd/custom_function_view",
-    "autograd/input_mutation",
-    "autograd/mutation_in_backward",
-    "autograd/saved_symints",
-    "autograd/saved_tensors",
-    "autograd/training",
-    "cudagraph/inference",
-    "cudagraph/skip_dynamic",
-    "cudagraph/skipped_input_mutation",
-    "cudagraph/training",
-    "debug_assert/requires_grad",
-    "dedupe/duplicate_args",
-    "fakified_out/first_call",
-    "graph/dynamic",
-    "module/inference",
-    "module/parameters",
-    "rng/functionalized",
-    "runtime/detach",
-    "runtime/disable_amp",
-    "runtime/grad_mode_mutation",
-    "runtime/input_mutation/data",
-    "runtime/input_mutation/metadata",
-    "runtime/input_mutation/out_of_graph",
-    "runtime/intermediate_bases",
-    *(f"runtime/output/{kind}" for kind in OUTPUT_ALIAS_KINDS),
-    "subclass/backward",
-    "subclass/dynamic",
-    "subclass/forward",
-    "synthetic_base/1d",
-    "synthetic_base/inference",
-    "synthetic_base/metadata_mutation",
-    "synthetic_base/nd",
-    "synthetic_base/storage",
-    "synthetic_base/training",
-    "synthetic_base/view_base",
-    "tokens/backward",
-    "tokens/forward",
-)
-
-
-# Variants that refine a path which is itself always emitted alongside them. They are reported
-# and counted like any path, but finding signatures leave them out (`signature_paths`), so
-# adding a refinement never renames a known finding in a corpus.
-# (autograd/saved_tensors refines autograd/training: it was never emitted before an
-# open-ended slice was counted right, so entries signed before that lack it. synthetic_base/1d
-# and /nd, the aliased arguments' rank, refine synthetic_base/training or /inference: every
-# synthetic base has one, so no shrink can remove it and it would split one bug in two.)
-REFINEMENTS: frozenset[str] = frozenset(
-    {
-        "synthetic_base/storage",
-        "synthetic_base/view_base",
-        "autograd/saved_tensors",
-        "synthetic_base/1d",
-        "synthetic_base/nd",
-    }
-)
-
-
-def signature_paths(paths: tuple[str, ...] | list[str]) -> list[str]:
-    """The wrapper paths a finding's signature is made of: all but the refinements."""
-    return sorted(p for p in paths if p not in REFINEMENTS)
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        warnings.warn(
+            f"pyfy_fuzz.pythonify.paths.{name} moved to pyfy_fuzz.schema.paths.{name}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(_schema_paths, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _runtime_paths(node: RuntimeWrapperNode) -> list[str]:
@@ -221,13 +150,3 @@ def _synthetic_base_paths(node: AOTSyntheticBaseWrapperNode, ir: PythonifyIR) ->
         paths.append("synthetic_base/metadata_mutation")
     paths += [f"synthetic_base/{kind}" for kind in node.base_kinds]
     return paths
-
-
-def reached(paths: list[str], family: str) -> bool:
-    """Whether `paths` include the target of generator `family`."""
-    try:
-        prefixes = FAMILY_TARGETS[family]
-    except KeyError:
-        known = sorted(FAMILY_TARGETS)
-        raise ValueError(f"unknown family {family!r}; expected one of {known}") from None
-    return any(p.startswith(prefixes) for p in paths)

@@ -1,7 +1,7 @@
 """Aim: each family's strategy makes its target wrapper path fire in the capture.
 
 For every family, at least half of its examples must reach the family's wrapper paths
-(`pyfy_fuzz.pythonify.paths.FAMILY_TARGETS`) when compiled as the plan says. Programs that
+(`pyfy_fuzz.schema.paths.FAMILY_TARGETS`) when compiled as the plan says. Programs that
 pythonify cannot model or that torch fails to compile count as misses. RNG's wrapper is
 CUDA-only: on CPU the rng family is judged by whether torch.compile reproduces eager's random
 numbers under the same seed.
@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from generators import FAMILIES, ProgramSpec, materialize, programs
 from pyfy_fuzz.pythonify import pythonify
-from pyfy_fuzz.pythonify.paths import reached, wrapper_paths
+from pyfy_fuzz.pythonify.paths import wrapper_paths
+from pyfy_fuzz.schema.paths import reached
 
 EXAMPLES_PER_FAMILY = 60
 pytestmark = pytest.mark.slow

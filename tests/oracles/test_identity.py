@@ -60,7 +60,7 @@ def test_divergence_identity_is_aspect_plus_paths():
 
 def test_signature_leaves_out_path_refinements():
     """A refinement (a finer variant of a path that is also emitted) never splits a bug."""
-    from pyfy_fuzz.pythonify.paths import REFINEMENTS
+    from pyfy_fuzz.schema.paths import REFINEMENTS
 
     base = ("runtime/input_mutation/data", "synthetic_base/1d", "synthetic_base/inference")
     plain = Finding("compile-divergence", "guards", "torch.compile", base, "x", aspect="a")

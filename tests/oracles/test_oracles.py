@@ -444,7 +444,7 @@ def test_refused_grad_fn_is_compared():
 def test_signature_leaves_out_path_refinements():
     """A refinement (a finer variant of a path that is also emitted) must not rename a finding
     already in a corpus: the checked-in entries were signed before synthetic_base/storage."""
-    from pyfy_fuzz.pythonify.paths import REFINEMENTS
+    from pyfy_fuzz.schema.paths import REFINEMENTS
 
     base = ("runtime/input_mutation/data", "synthetic_base/1d", "synthetic_base/inference")
     plain = Finding("compile-divergence", "guards", "torch.compile", base, "x")
