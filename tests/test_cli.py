@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from pyfy_fuzz import __version__, cli
+from pyfy_fuzz.cli import pythonify as cli_pythonify
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "mutate_view.py"
@@ -227,7 +228,7 @@ def test_output_directory_not_writable(
     tmp_path: Path,
 ) -> None:
     # Root ignores permission bits, so make the check itself say no.
-    monkeypatch.setattr(cli.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(cli_pythonify.os, "access", lambda path, mode: False)
     out = tmp_path / "o.py"
     result = run(capsys, "pythonify", f"{target}:f", "--inputs", inputs, "-o", out)
     assert_usage_error(result, "output directory is not writable")

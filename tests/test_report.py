@@ -288,7 +288,7 @@ def test_nightly_report_carries_the_corpus_findings(
     """nightly passes its --corpus to the report (the campaign itself is stubbed out)."""
     from types import SimpleNamespace
 
-    from pyfy_fuzz import cli_campaign
+    from pyfy_fuzz.cli import nightly
 
     corpus = _corpus(tmp_path)
     summary = json.loads(
@@ -300,7 +300,7 @@ def test_nightly_report_carries_the_corpus_findings(
         config.json_path.write_text(json.dumps(summary))
         return SimpleNamespace(summary=summary, exit_code=0)
 
-    monkeypatch.setattr(cli_campaign, "_run_campaign", fake_campaign)
+    monkeypatch.setattr(nightly, "run_and_summarise", fake_campaign)
     out = tmp_path / "reports"
     assert main(["nightly", "--budget", "5s", "--corpus", str(corpus), "--out", str(out)]) == 0
     assert "damaged" in capsys.readouterr().err

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pyfy_fuzz.cli import main
-from pyfy_fuzz.cli_campaign import print_summary
+from pyfy_fuzz.cli.run import print_summary
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,4 @@
-"""Command-line interface: ``pyfy-fuzz``.
-
-Configuration parsing lives here and only here; commands hand plain values to library code.
-torch and the pythonify package are imported lazily, so ``--help`` and ``--version`` stay fast.
-"""
+"""``pyfy-fuzz pythonify FILE.py:NAME``: one function compiled and written as a standalone file."""
 
 from __future__ import annotations
 
@@ -11,61 +7,17 @@ import importlib.util
 import os
 import sys
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from pyfy_fuzz import __version__
+from .common import CliError, Commands
 
-PROG = "pyfy-fuzz"
-EXIT_USAGE = 2
-
-
-class CliError(Exception):
-    """A user-facing error: printed as one line on stderr, exit code 2."""
+__all__ = ["register", "cmd_pythonify"]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the process exit code (argparse usage errors raise SystemExit(2))."""
-    args = _build_parser().parse_args(argv)
-    command: Callable[[argparse.Namespace], int] = args.run
-    try:
-        return command(args)
-    except CliError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-
-
-def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="Differential testing and fuzzing harness for pythonify.",
-    )
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    from pyfy_fuzz.cli_bench import add_bench_parser
-    from pyfy_fuzz.cli_campaign import (
-        add_migrate_parser,
-        add_nightly_parser,
-        add_replay_parser,
-        add_report_parser,
-        add_run_parser,
-    )
-    from pyfy_fuzz.cli_selftest import add_selftest_parser
-
-    add_run_parser(commands)
-    add_replay_parser(commands)
-    add_migrate_parser(commands)
-    add_report_parser(commands)
-    add_bench_parser(commands)
-    add_nightly_parser(commands)
-    add_selftest_parser(commands)
-    _add_pythonify_parser(commands)
-    return parser
-
-
-def _add_pythonify_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(commands: Commands) -> None:
     p = commands.add_parser(
         "pythonify",
         help="write the standalone Python file for what torch.compile runs on a function",
@@ -94,10 +46,10 @@ def _add_pythonify_parser(commands: argparse._SubParsersAction[argparse.Argument
     )
     p.add_argument("--dynamic", action="store_true", help="compile with dynamic shapes")
     p.add_argument("--mode", choices=["reduce-overhead"], default=None, help="torch.compile mode")
-    p.set_defaults(run=_cmd_pythonify)
+    p.set_defaults(run=cmd_pythonify)
 
 
-def _cmd_pythonify(args: argparse.Namespace) -> int:
+def cmd_pythonify(args: argparse.Namespace) -> int:
     fn = _load_target(args.target)
     inputs = _load_inputs(args.inputs)
     _check_output_path(args.output)

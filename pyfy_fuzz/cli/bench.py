@@ -1,9 +1,8 @@
 """``pyfy-fuzz bench``: flags in, `bench.run_bench` out, tables and --json.
 
 Every check a user can fail happens here, before a worker starts, and ends in one line and
-exit 2 (the CliError of cli.py). Exit status 0 once measured, whether or not the targets are
-met (the table says which); 1 when a measurement could not be taken (the table's notes say
-why).
+exit 2 (`common.CliError`). Exit status 0 once measured, whether or not the targets are met
+(the table says which); 1 when a measurement could not be taken (the table's notes say why).
 """
 
 from __future__ import annotations
@@ -12,17 +11,22 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
-from pyfy_fuzz.cli_campaign import _check_json_path, _cli_error, _workers
+from .common import Commands, check_json_path, cli_error, worker_count
+
+__all__ = ["register", "cmd_bench"]
+
 
 _BACKENDS = ("aot_eager", "inductor")
-# --quick: sizes for tests and a first look; explicit flags still win.
+
+
 _FULL = {"programs": 20, "inductor_programs": 2, "rss_minutes": 10}
+
+
 _QUICK = {"programs": 1, "inductor_programs": 1, "rss_minutes": 1}
 
 
-def add_bench_parser(commands: Any) -> None:
+def register(commands: Commands) -> None:
     p = commands.add_parser(
         "bench",
         help="measure cases/min, the harness's overhead and memory over a campaign",
@@ -85,18 +89,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     backends = tuple(b.strip() for b in args.backends.split(",") if b.strip())
     unknown = [b for b in backends if b not in _BACKENDS]
     if unknown or not backends or len(set(backends)) < len(backends):
-        raise _cli_error(
+        raise cli_error(
             f"--backends: unknown, repeated or no backends in {args.backends!r}; "
             f"choose from {', '.join(_BACKENDS)}"
         )
     if programs < 1:
-        raise _cli_error(f"--programs must be at least 1, got {programs}")
+        raise cli_error(f"--programs must be at least 1, got {programs}")
     if inductor < 1 and "inductor" in backends:
-        raise _cli_error(f"--inductor-programs must be at least 1, got {inductor}")
+        raise cli_error(f"--inductor-programs must be at least 1, got {inductor}")
     if minutes < 0 or (args.rss_seconds is not None and args.rss_seconds < 0):
-        raise _cli_error("--rss-minutes must not be negative")
-    workers = _workers(args.workers)
-    _check_json_path(args.json)
+        raise cli_error("--rss-minutes must not be negative")
+    workers = worker_count(args.workers)
+    check_json_path(args.json)
     from pyfy_fuzz.bench import BenchConfig, render, run_bench
     from pyfy_fuzz.pool import WorkerStartError
 
@@ -113,7 +117,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     try:
         result = run_bench(config)
     except WorkerStartError as e:
-        raise _cli_error(f"workers cannot start: {str(e).splitlines()[0]}") from None
+        raise cli_error(f"workers cannot start: {str(e).splitlines()[0]}") from None
     print(render(result), end="")
     if args.json is not None:
         from pyfy_fuzz.atomic import atomic_write

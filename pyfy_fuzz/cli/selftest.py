@@ -8,10 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pyfy_fuzz.cli_campaign import _check_json_path, _cli_error, _workers
+from .common import Commands, check_json_path, cli_error, worker_count
+
+__all__ = ["register", "cmd_selftest"]
 
 
-def add_selftest_parser(commands: Any) -> None:
+def register(commands: Commands) -> None:
     p = commands.add_parser(
         "selftest",
         help="plant bugs in the bundled generator, one at a time; does a campaign catch each?",
@@ -55,12 +57,12 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     try:
         budget = parse_budget(args.budget)
     except ValueError as e:
-        raise _cli_error(str(e)) from None
+        raise cli_error(str(e)) from None
     unknown = [n for n in args.mutants or () if n not in BY_NAME]
     if unknown:
-        raise _cli_error(f"unknown mutant(s) {', '.join(unknown)}; see `pyfy-fuzz selftest --list`")
-    _check_json_path(args.json)
-    workers = _workers(args.workers)
+        raise cli_error(f"unknown mutant(s) {', '.join(unknown)}; see `pyfy-fuzz selftest --list`")
+    check_json_path(args.json)
+    workers = worker_count(args.workers)
     chosen = [BY_NAME[n] for n in args.mutants] if args.mutants else list(MUTANTS)
 
     from pyfy_fuzz.selftest.run import MutantResult, run_selftest

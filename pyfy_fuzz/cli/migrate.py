@@ -1,0 +1,83 @@
+"""``pyfy-fuzz migrate``: old-format entries re-keyed; ``--render``: generated files anew."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .common import Commands, cli_error, worker_count
+
+__all__ = ["register", "cmd_migrate"]
+
+
+def register(commands: Commands) -> None:
+    p = commands.add_parser(
+        "migrate",
+        help="re-key corpus entries of an older format as bug identities",
+        description=(
+            "Run every old-format entry of a corpus again and save it under its bug identity "
+            "(format 4); old entries that are one bug become one entry, triage notes kept. "
+            "Old directories move to CORPUS/.migrated/. With --render, every current entry's "
+            "repro.py, program.py and README.md are written anew from its case.json instead "
+            "(after an upgrade of pyfy-fuzz's renderer; replaced files are kept in "
+            "CORPUS/.migrated/). Exit status: 0 done, 2 usage error."
+        ),
+    )
+    p.add_argument("corpus", type=Path, nargs="?", default=Path("corpus"))
+    p.add_argument(
+        "--render",
+        action="store_true",
+        help="rewrite the generated files of current-format entries; re-check changed repros",
+    )
+    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--case-timeout", type=float, default=120.0)
+    p.set_defaults(run=cmd_migrate)
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from pyfy_fuzz.corpus import CorpusError
+    from pyfy_fuzz.migrate import migrate, old_entries
+    from pyfy_fuzz.pool import WorkerStartError
+
+    workers = worker_count(args.workers)
+    if not args.corpus.is_dir():
+        raise cli_error(f"{args.corpus} is not a directory")
+    if args.render:
+        return _render(args.corpus)
+    if not old_entries(args.corpus):
+        print(f"migrate: no old-format entries in {args.corpus}")
+        return 0
+    try:
+        report = migrate(args.corpus, workers=workers, case_timeout=args.case_timeout)
+    except CorpusError as e:
+        raise cli_error(str(e)) from None
+    except WorkerStartError as e:
+        raise cli_error(f"workers cannot start: {str(e).splitlines()[0]}") from None
+    for old, new, how in report.migrated:
+        print(f"{old:<48} -> {new}  ({how})")
+    for note in report.notes:
+        print(f"warning: {note}", file=sys.stderr)
+    from pyfy_fuzz.trace import TLPARSE_NOTICE, find_tlparse
+
+    if find_tlparse() is None:
+        print(f"note: {TLPARSE_NOTICE}")
+    news = {new for _, new, _ in report.migrated}
+    print(f"migrate: {len(report.migrated)} entries -> {len(news)} entries")
+    return 0
+
+
+def _render(corpus: Path) -> int:
+    from pyfy_fuzz.corpus import CorpusError
+    from pyfy_fuzz.migrate import render
+
+    try:
+        done = render(corpus)
+    except CorpusError as e:
+        raise cli_error(str(e)) from None
+    for sig, changed, verdict in done:
+        if changed:
+            print(f"{sig:<48} {', '.join(changed)}" + (f"  (repro {verdict})" if verdict else ""))
+    n = sum(1 for _, changed, _ in done if changed)
+    print(f"migrate --render: {n} of {len(done)} entries rewritten")
+    return 0

@@ -1,0 +1,175 @@
+"""``pyfy-fuzz run``: flags in, plain values to the campaign.
+
+Every check a user can fail (budget, shard, families, device, corpus, --json path, the
+pythonify plug-in) happens here, before any worker starts, and ends in one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from .common import Commands, check_device, check_impl, check_json_path, cli_error, worker_count
+
+__all__ = ["register", "cmd_run", "print_summary", "run_and_summarise"]
+
+
+ORACLE_WIDTH = 12
+
+
+def register(commands: Commands) -> None:
+    p = commands.add_parser(
+        "run",
+        help="fuzz: generate programs, compare eager / torch.compile / pythonify, save findings",
+        description=(
+            "Run a campaign for --budget: worker processes generate programs and compare eager, "
+            "torch.compile and the pythonified file; every new finding is shrunk and saved to "
+            "--corpus as a directory named by its signature. Exit status: 0 no new findings, "
+            "1 new findings, 2 usage or environment error."
+        ),
+    )
+    p.add_argument("--budget", default="10m", help="90s, 10m, 1h, 1h30m (default 10m)")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--backend", choices=["aot_eager", "inductor"], default="aot_eager")
+    p.add_argument(
+        "--workers", type=int, default=None, help="worker processes (default: one per core)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
+    p.add_argument("--corpus", type=Path, default=Path("corpus"), help="default ./corpus")
+    p.add_argument(
+        "--wrappers",
+        default=None,
+        help="comma-separated program families to generate (default: all); "
+        "see `generators.FAMILIES`",
+    )
+    p.add_argument("--json", type=Path, default=None, metavar="SUMMARY.json")
+    p.add_argument("--max-cases", type=int, default=None, help="stop after N cases")
+    p.add_argument(
+        "--shard", default="1/1", metavar="K/N", help="this machine's share of the seed space"
+    )
+    p.add_argument(
+        "--pythonify",
+        choices=["bundled", "torch"],
+        default="bundled",
+        help="implementation under test: the bundled generator, or torch.compile(pythonify=)",
+    )
+    p.add_argument(
+        "--case-timeout", type=float, default=60.0, help="seconds before a case is a hang"
+    )
+    p.add_argument(
+        "--shrink-seconds", type=float, default=None, help="per finding (default: from budget)"
+    )
+    p.add_argument("--progress", choices=["auto", "rich", "plain", "quiet"], default="auto")
+    p.add_argument(
+        "--coverage",
+        action="store_true",
+        help="measure line and branch coverage of torch's AOTAutograd runtime wrappers and of "
+        "the bundled generator across workers (slower); --json gets the numbers",
+    )
+    p.set_defaults(run=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from pyfy_fuzz.budget import parse_budget
+    from pyfy_fuzz.streams import parse_shard
+
+    try:
+        budget = parse_budget(args.budget)
+        shard = parse_shard(args.shard)
+    except ValueError as e:
+        raise cli_error(str(e)) from None
+    wrappers = None
+    if args.wrappers is not None:
+        from generators import FAMILIES
+
+        wrappers = [w.strip() for w in args.wrappers.split(",") if w.strip()]
+        unknown = [w for w in wrappers if w not in FAMILIES]
+        if unknown or not wrappers:
+            raise cli_error(
+                f"--wrappers: unknown or no families {unknown or wrappers}; "
+                f"choose from {', '.join(FAMILIES)}"
+            )
+    if args.max_cases is not None and args.max_cases < 1:
+        raise cli_error(f"--max-cases must be at least 1, got {args.max_cases}")
+    if args.case_timeout <= 0:
+        raise cli_error("--case-timeout must be positive")
+    if args.shrink_seconds is not None and args.shrink_seconds < 0:
+        raise cli_error("--shrink-seconds must not be negative")
+    workers = worker_count(args.workers)
+    check_json_path(args.json)
+    check_device(args.device)
+    check_impl(args.pythonify)
+    from pyfy_fuzz.campaign import CampaignConfig
+
+    config = CampaignConfig(
+        budget_s=budget,
+        corpus=args.corpus,
+        device=args.device,
+        backend=args.backend,
+        workers=workers,
+        seed=args.seed,
+        wrappers=wrappers,
+        max_cases=args.max_cases,
+        shard=shard,
+        impl=args.pythonify,
+        case_timeout=args.case_timeout,
+        shrink_seconds=args.shrink_seconds,
+        json_path=args.json,
+        progress=args.progress,
+        coverage=args.coverage,
+    )
+    return run_and_summarise(config).exit_code
+
+
+def run_and_summarise(config: Any) -> Any:
+    """Run it, turn what stops it from starting into a one-line exit 2, print the summary."""
+    from pyfy_fuzz.campaign import run_campaign
+    from pyfy_fuzz.corpus import CorpusError
+    from pyfy_fuzz.pool import WorkerStartError
+
+    try:
+        result = run_campaign(config)
+    except CorpusError as e:
+        raise cli_error(str(e)) from None
+    except WorkerStartError as e:
+        raise cli_error(f"workers cannot start: {str(e).splitlines()[0]}") from None
+    print_summary(result.summary, sys.stdout)
+    return result
+
+
+def print_summary(s: dict[str, Any], out: Any) -> None:
+    from pyfy_fuzz.budget import format_duration
+
+    c = s["config"]
+    print(
+        f"\npyfy-fuzz run: {s['cases']} cases in {format_duration(s['elapsed_s'])} "
+        f"({s['cases_per_min']:.0f}/min, {s['shrink_cases']} of them shrinking); "
+        f"torch {s['torch']}, {c['backend']} on {c['device']}, {c['workers']} workers, "
+        f"shard {c['shard']}",
+        file=out,
+    )
+    findings = s["findings"]
+    print(f"new findings: {len(findings)}", file=out)
+    for f in findings:
+        print(
+            f"  {f['kind']:<20} {f['oracle']:<{ORACLE_WIDTH}} {f['subject']:<14} {f['path']}",
+            file=out,
+        )
+    seen = s["known_seen"]
+    if seen:
+        print(
+            f"known findings seen again: {len(seen)} signatures, {sum(seen.values())} times",
+            file=out,
+        )
+    hits = s["wrapper_hits"]
+    top = ", ".join(f"{p} {n}" for p, n in list(hits.items())[:8])
+    print(f"wrapper paths reached: {len(hits)}" + (f" ({top}, ...)" if top else ""), file=out)
+    if s["deaths"]:
+        print(f"worker deaths: {s['deaths']}", file=out)
+    for note in s["notes"]:
+        if note.startswith("corpus:"):
+            print(f"warning: {note}", file=out)
+        elif note.startswith("tlparse:"):
+            print(f"note: {note.split(': ', 1)[1]}", file=out)
