@@ -1,0 +1,40 @@
+"""docs/ARCHITECTURE.md is the project's map: every module and folder it names must exist, so a
+move that leaves the map behind fails here (issue 15)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# Named in the map but not modules of the tree: a placeholder, a tool, files of a corpus entry.
+NOT_MODULES = {"FILE.py", "coverage.py", "program.py", "repro.py", "pythonified.py"}
+# Folders a campaign makes inside a corpus as it runs (not checked in).
+RUNTIME_FOLDERS = {".superseded/", ".migrated/", "corpus/.hypothesis/", "corpus/.campaign/"}
+_PY = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.py)\b")
+_DIR = re.compile(r"`((?:[\w.-]+/)+)`")
+
+
+def _tree() -> set[str]:
+    """Every file and folder of the checkout (folders end in /), the corpus's entries aside."""
+    out = set()
+    for p in ROOT.rglob("*"):
+        rel = p.relative_to(ROOT)
+        if rel.parts[0] in (".venv", ".git") or "__pycache__" in rel.parts:
+            continue
+        if rel.parts[0] == "corpus" and len(rel.parts) > 2:
+            continue
+        out.add(str(rel) + ("/" if p.is_dir() else ""))
+    return out
+
+
+def test_every_module_and_folder_the_map_names_exists() -> None:
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    named = set(_PY.findall(text)) | set(_DIR.findall(text))
+    tree = _tree()
+    missing = sorted(
+        n
+        for n in named - NOT_MODULES - RUNTIME_FOLDERS
+        if n not in tree and not any(t.endswith("/" + n) for t in tree)
+    )
+    assert named and not missing, f"docs/ARCHITECTURE.md names what is not there: {missing}"
