@@ -13,6 +13,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from pyfy_fuzz.schema.spec import numel
+
 FLOATS = ("float32", "float64", "float16", "bfloat16")
 MAX_ELEMENTS_EXACT = 4096  # above this, overlap is assumed rather than computed
 
@@ -23,13 +25,6 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
         strides.append(acc)
         acc *= max(s, 1)
     return tuple(reversed(strides))
-
-
-def numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 @dataclass(frozen=True)

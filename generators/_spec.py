@@ -1,263 +1,52 @@
-"""ProgramSpec: a generated program as plain, versioned data (no torch import).
-
-A spec says which tensors exist before the call (`roots`: one storage each), how the
-function's arguments are made from them (`inputs`: the root itself, a view chain, the same
-object again, or a tensor sharing the storage through set_), what the body does (`body`:
-statements over named values), what it returns (`outputs`), and how it is driven (`plan`).
-Values are named by string refs: ``a<i>`` the i-th argument, ``v<k>`` the k-th intermediate,
-``p<i>``/``b<i>`` a module parameter/buffer. Everything round-trips through JSON, so a failing
-case can be stored in a corpus and replayed by a later version that still reads
-`SPEC_VERSION`.
-"""
+"""The spec lives in the torch-free schema (`pyfy_fuzz.schema.spec`, issue 15); the
+generators' own modules import it through this name."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from pyfy_fuzz.schema.spec import (
+    CONTEXTS,
+    DTYPES,
+    FLOAT_DTYPES,
+    GRAD_KINDS,
+    INPUT_KINDS,
+    LAYOUTS,
+    SPEC_VERSION,
+    SUBCLASSES,
+    CallPlan,
+    FunctionSpec,
+    InputSpec,
+    ModuleSpec,
+    OutSpec,
+    ProgramSpec,
+    RootSpec,
+    SpecError,
+    Stmt,
+    ViewStep,
+    numel,
+    spec_from_dict,
+    validate,
+)
 
-from ._model import numel
-
-SPEC_VERSION = 1
-
-DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "bool")
-FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
-LAYOUTS = ("contiguous", "transposed", "strided", "expanded", "offset")
-GRAD_KINDS = ("none", "leaf", "nonleaf")
-INPUT_KINDS = ("root", "view", "dup", "set_shared", "int")
-SUBCLASSES = ("two_tensor", "mirror")
-CONTEXTS = ("no_grad", "inference_mode", "enable_grad")
-
-
-class SpecError(ValueError):
-    """A spec (or its JSON) is malformed; the message says which field and why."""
-
-
-@dataclass(frozen=True)
-class RootSpec:
-    """A tensor that owns a storage. `layout` says how its strides look; `grad` whether it
-    is a leaf requiring grad, a non-leaf (a view of a clone of such a leaf), or neither."""
-
-    shape: tuple[int, ...]
-    dtype: str = "float32"
-    layout: str = "contiguous"
-    grad: str = "none"
-    subclass: str | None = None  # wrap the root in a traceable tensor subclass
-
-
-@dataclass(frozen=True)
-class ViewStep:
-    """One view op: slice(dim, start, stop, step), transpose(d0, d1), unsqueeze(d),
-    squeeze(d), select(d, i), reshape(*shape) (a view), expand(*shape), diagonal(),
-    as_strided(size, stride, offset)."""
-
-    op: str
-    args: tuple[Any, ...] = ()
-
-
-@dataclass(frozen=True)
-class InputSpec:
-    """One argument. kind: root (the root itself), view (views of the root), dup (argument
-    `of` again, the same object), set_shared (a new tensor set_ onto the root's storage with
-    the geometry of `views`), int (a Python int `value`)."""
-
-    kind: str
-    root: int = 0
-    views: tuple[ViewStep, ...] = ()
-    of: int = 0
-    value: int = 0
-
-
-@dataclass(frozen=True)
-class Stmt:
-    """One statement of the body. `args` holds refs (strings) and constants; `outs` the names
-    it binds (empty for in-place ops and effects); `ctx` a context manager around it."""
-
-    op: str
-    args: tuple[Any, ...] = ()
-    outs: tuple[str, ...] = ()
-    ctx: str | None = None
-
-
-@dataclass(frozen=True)
-class OutSpec:
-    """A returned value: kind ref (a named value), int, none, size (dim `value` of `ref`), or
-    tuple (nested `items`)."""
-
-    kind: str
-    ref: str = ""
-    value: int = 0
-    items: tuple[OutSpec, ...] = ()
-
-
-@dataclass(frozen=True)
-class FunctionSpec:
-    """A custom torch.autograd.Function. body: scale | sin | dirty (mark_dirty, in place) |
-    view (returns a view of its input). Flags pick the ctx features used."""
-
-    style: str = "ctx"  # "ctx": forward(ctx, x); "setup_context": forward(x) + setup_context
-    body: str = "scale"
-    non_differentiable: bool = False  # a second output marked non-differentiable
-    materialize_grads: bool = True
-    once_differentiable: bool = False
-    backward_print: bool = False  # an effect inside backward (backward tokens)
-
-
-@dataclass(frozen=True)
-class ModuleSpec:
-    """The function is an nn.Module's forward; parameters p<i>, buffers b<i>, an optional
-    BatchNorm1d (`batchnorm` features) whose running stats are mutated in training."""
-
-    params: tuple[tuple[int, ...], ...] = ()
-    tied: bool = False  # the last parameter name is the first parameter again
-    buffers: tuple[tuple[int, ...], ...] = ()
-    batchnorm: int | None = None
-    full_backward_hook: bool = False
-
-
-@dataclass(frozen=True)
-class CallPlan:
-    """How the program is driven: `calls` calls with fresh inputs (seeds 0..calls-1), then an
-    optional `variant` call whose inputs differ (shape, dtype or aliasing); backward through
-    the outputs with `tangents`, and a second backward (`second_backward`: retain: with
-    retain_graph on the first, or no_retain: expected to raise). The compile is static or
-    dynamic, through Dynamo or the AOT front-end, with or without CUDA graphs."""
-
-    calls: int = 2
-    variant: str | None = None  # "shape" | "dtype" | "aliasing"
-    backward: bool = True
-    tangents: str = "randn"  # "randn" | "ones"
-    second_backward: str | None = None  # None | "retain" | "no_retain"
-    dynamic: bool = False
-    frontend: str = "dynamo"  # "dynamo" | "aot"
-    mode: str | None = None  # None | "reduce-overhead"
-    # Run call and backward inside torch.autograd.graph.saved_tensors_hooks (Dynamo cannot
-    # trace the context manager inside the function, so it wraps the call).
-    saved_tensor_hooks: bool = False
-
-
-@dataclass(frozen=True)
-class ProgramSpec:
-    """A whole program: see the module docstring."""
-
-    family: str
-    roots: tuple[RootSpec, ...]
-    inputs: tuple[InputSpec, ...]
-    body: tuple[Stmt, ...]
-    outputs: tuple[OutSpec, ...]
-    functions: tuple[FunctionSpec, ...] = ()
-    module: ModuleSpec | None = None
-    plan: CallPlan = field(default_factory=CallPlan)
-    version: int = SPEC_VERSION
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
-
-    @staticmethod
-    def from_json(text: str) -> ProgramSpec:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SpecError(f"spec is not JSON: {exc}") from None
-        return spec_from_dict(data)
-
-    def size(self) -> tuple[int, ...]:
-        """What shrinking minimises, most important first: inputs, statements, elements."""
-        elements = sum(numel(r.shape) for r in self.roots)
-        return (len(self.inputs), len(self.body), elements, len(self.outputs))
-
-
-def _tuples(x: Any) -> Any:
-    """JSON lists back to tuples, recursively (specs are hashable and compare by value)."""
-    if isinstance(x, list):
-        return tuple(_tuples(v) for v in x)
-    return x
-
-
-def _build(cls: type, data: Any, where: str) -> Any:
-    if not isinstance(data, dict):
-        raise SpecError(f"{where}: expected an object, got {type(data).__name__}")
-    names = {f.name for f in fields(cls)}
-    unknown = set(data) - names
-    if unknown:
-        raise SpecError(f"{where}: unknown field(s) {sorted(unknown)}")
-    try:
-        return cls(**{k: _tuples(v) for k, v in data.items()})
-    except TypeError as exc:
-        raise SpecError(f"{where}: {exc}") from None
-
-
-def _out_from(data: Any, where: str) -> OutSpec:
-    out = _build(OutSpec, data, where)
-    items = tuple(_out_from(d, f"{where}.items[{i}]") for i, d in enumerate(out.items))
-    return OutSpec(out.kind, out.ref, out.value, items)
-
-
-def spec_from_dict(data: Any) -> ProgramSpec:
-    """Rebuild a spec from `asdict` output (or parsed JSON); raise SpecError if malformed."""
-    if not isinstance(data, dict):
-        raise SpecError(f"spec: expected an object, got {type(data).__name__}")
-    version = data.get("version")
-    if version != SPEC_VERSION:
-        raise SpecError(
-            f"spec version {version!r} is not supported (this build reads {SPEC_VERSION})"
-        )
-    try:
-        spec = ProgramSpec(
-            family=data["family"],
-            roots=tuple(_build(RootSpec, d, f"roots[{i}]") for i, d in enumerate(data["roots"])),
-            inputs=tuple(_inp_from(d, f"inputs[{i}]") for i, d in enumerate(data["inputs"])),
-            body=tuple(_build(Stmt, d, f"body[{i}]") for i, d in enumerate(data["body"])),
-            outputs=tuple(_out_from(d, f"outputs[{i}]") for i, d in enumerate(data["outputs"])),
-            functions=tuple(
-                _build(FunctionSpec, d, f"functions[{i}]")
-                for i, d in enumerate(data.get("functions", ()))
-            ),
-            module=None
-            if data.get("module") is None
-            else _build(ModuleSpec, data["module"], "module"),
-            plan=_build(CallPlan, data.get("plan", {}), "plan"),
-        )
-        validate(spec)
-    except KeyError as exc:
-        raise SpecError(f"spec: missing field {exc}") from None
-    except (TypeError, AttributeError) as exc:  # a container or index of the wrong type
-        raise SpecError(f"spec: malformed ({exc})") from None
-    return spec
-
-
-def _inp_from(data: Any, where: str) -> InputSpec:
-    inp = _build(InputSpec, data, where)
-    views = tuple(_build(ViewStep, v, f"{where}.views[{k}]") for k, v in enumerate(inp.views))
-    return InputSpec(inp.kind, inp.root, views, inp.of, inp.value)
-
-
-def validate(spec: ProgramSpec) -> None:
-    """Structural checks (references resolve, enums are known); semantics are eager's to judge."""
-    for i, r in enumerate(spec.roots):
-        if r.dtype not in DTYPES:
-            raise SpecError(f"roots[{i}].dtype: expected one of {DTYPES}, got {r.dtype!r}")
-        if r.layout not in LAYOUTS:
-            raise SpecError(f"roots[{i}].layout: expected one of {LAYOUTS}, got {r.layout!r}")
-        if r.grad not in GRAD_KINDS:
-            raise SpecError(f"roots[{i}].grad: expected one of {GRAD_KINDS}, got {r.grad!r}")
-        if r.subclass is not None and r.subclass not in SUBCLASSES:
-            raise SpecError(
-                f"roots[{i}].subclass: expected one of {SUBCLASSES}, got {r.subclass!r}"
-            )
-        if not isinstance(r.shape, tuple) or any(
-            (not isinstance(s, int)) or s < 0 for s in r.shape
-        ):
-            raise SpecError(f"roots[{i}].shape: expected non-negative ints, got {r.shape!r}")
-    for i, inp in enumerate(spec.inputs):
-        if inp.kind not in INPUT_KINDS:
-            raise SpecError(f"inputs[{i}].kind: expected one of {INPUT_KINDS}, got {inp.kind!r}")
-        if not isinstance(inp.root, int) or not isinstance(inp.of, int):
-            raise SpecError(f"inputs[{i}]: root and of must be ints")
-        if inp.kind in ("root", "view", "set_shared") and not 0 <= inp.root < len(spec.roots):
-            raise SpecError(f"inputs[{i}].root: {inp.root} names no root")
-        if inp.kind == "dup" and not 0 <= inp.of < i:
-            raise SpecError(f"inputs[{i}].of: expected an earlier input, got {inp.of}")
-    for i, stmt in enumerate(spec.body):
-        if stmt.ctx is not None and stmt.ctx not in CONTEXTS:
-            raise SpecError(f"body[{i}].ctx: expected one of {CONTEXTS}, got {stmt.ctx!r}")
+__all__ = [
+    "CONTEXTS",
+    "CallPlan",
+    "DTYPES",
+    "FLOAT_DTYPES",
+    "FunctionSpec",
+    "GRAD_KINDS",
+    "INPUT_KINDS",
+    "InputSpec",
+    "LAYOUTS",
+    "ModuleSpec",
+    "OutSpec",
+    "ProgramSpec",
+    "RootSpec",
+    "SPEC_VERSION",
+    "SUBCLASSES",
+    "SpecError",
+    "Stmt",
+    "ViewStep",
+    "numel",
+    "spec_from_dict",
+    "validate",
+]

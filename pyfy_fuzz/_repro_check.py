@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from generators._spec import OutSpec, ProgramSpec
+from pyfy_fuzz.schema.spec import OutSpec, ProgramSpec
 
 
 @dataclass(frozen=True)

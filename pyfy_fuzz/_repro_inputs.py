@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from generators._render import _DTYPE, _ints, view_expr
-from generators._spec import FLOAT_DTYPES, ProgramSpec, RootSpec
+from pyfy_fuzz.schema.spec import FLOAT_DTYPES, ProgramSpec, RootSpec
 
 
 def inputs_source(spec: ProgramSpec, device: str, name: str, variant: str | None) -> list[str]:

@@ -36,7 +36,7 @@ from generators._render import (
     _stmt_lines,
     render,
 )
-from generators._spec import ProgramSpec
+from pyfy_fuzz.schema.spec import ProgramSpec
 
 from . import _repro_helpers as H
 from ._repro_check import Check, first_difference, leaf, read_check

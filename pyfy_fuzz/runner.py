@@ -29,9 +29,9 @@ from torch.overrides import TorchFunctionMode
 
 import oracles
 from generators import ProgramSpec, materialize
-from generators._spec import OutSpec
 from oracles import Evidence, Finding
 from oracles.by_design import excuse
+from pyfy_fuzz.schema.spec import OutSpec
 
 from .fp64 import fp64_fn, to_fp64
 from .observe import CallObs, ExcObs, SubjectObs, Target, autograd_order, observe_subject

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from generators._render import render
-from generators._spec import (
+from pyfy_fuzz.schema.spec import (
     CallPlan,
     FunctionSpec,
     InputSpec,

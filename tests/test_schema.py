@@ -13,7 +13,7 @@ import warnings
 import pytest
 
 import pyfy_fuzz.schema
-from pyfy_fuzz.schema import paths
+from pyfy_fuzz.schema import paths, spec
 
 # Made unimportable in the child: torch, the generator under test, the other layers.
 _BLOCKED = ("torch", "generators", "oracles", "pyfy_fuzz.pythonify", "hypothesis")
@@ -25,15 +25,20 @@ def test_the_schema_imports_without_torch_or_any_other_layer() -> None:
         f"for name in {_BLOCKED!r}:\n"
         "    sys.modules[name] = None\n"
         "import pyfy_fuzz.schema as s\n"
+        "import pyfy_fuzz.schema.spec as spec\n"
         "assert s.ALL_PATHS and s.reached(['dedupe/duplicate_args'], 'dedupe')\n"
+        "S = spec\n"
+        "p = S.ProgramSpec('dedupe', (S.RootSpec((2,)),), (S.InputSpec('root'),), (), ())\n"
+        "assert spec.ProgramSpec.from_json(p.to_json()) == p\n"
         "print(sorted(m for m, v in sys.modules.items() if v and m.startswith('pyfy_fuzz')))\n"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == "['pyfy_fuzz', 'pyfy_fuzz.schema', 'pyfy_fuzz.schema.paths']"
+    loaded = "['pyfy_fuzz', 'pyfy_fuzz.schema', 'pyfy_fuzz.schema.paths', 'pyfy_fuzz.schema.spec']"
+    assert run.stdout.strip() == loaded
 
 
-@pytest.mark.parametrize("module", [pyfy_fuzz.schema, paths], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [pyfy_fuzz.schema, paths, spec], ids=lambda m: m.__name__)
 def test_all_is_the_public_surface_both_ways(module: types.ModuleType) -> None:
     """Every name in __all__ exists; every public name the module defines is in __all__."""
     assert len(set(module.__all__)) == len(module.__all__)
