@@ -61,7 +61,7 @@ def _owner(target: str, names: set[str]) -> str | None:
     return target or None
 
 
-def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components with more than one module (iterative Tarjan)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -158,7 +158,7 @@ def measure(root: Path) -> list[str]:
                         )
     functions.sort(reverse=True)
     lengths = [n for n, _ in functions]
-    cycles = _cycles(edges)
+    found_cycles = cycles(edges)
     out = [
         f"modules: {len(modules)}, with __all__: {with_all}",
         f"functions: {len(functions)}, median {statistics.median(lengths)} lines, "
@@ -167,7 +167,7 @@ def measure(root: Path) -> list[str]:
         f"Any (uses, imports not counted): {anys}",
         f"modules over {LONG_MODULE} lines: "
         + ", ".join(f"{where} ({n})" for n, where in sorted(long_modules, reverse=True)),
-        "module import cycles: " + ("; ".join(" <-> ".join(c) for c in cycles) or "none"),
+        "module import cycles: " + ("; ".join(" <-> ".join(c) for c in found_cycles) or "none"),
         "imports between areas (all, function-level included):",
     ]
     for (a, b), why in sorted(areas.items()):

@@ -4,6 +4,7 @@ checks with `lint-imports`), and no module of the project imports itself through
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -15,42 +16,13 @@ PACKAGES = ("pyfy_fuzz", "generators", "oracles")
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found = []
-    for start in sorted(edges):
-        if start in index:
-            continue
-        work = [(start, iter(sorted(edges[start])))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            v, children = work[-1]
-            w = next(children, None)
-            if w is not None:
-                if w not in index:
-                    index[w] = low[w] = len(index)
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, iter(sorted(edges[w]))))
-                elif w in on_stack:
-                    low[v] = min(low[v], index[w])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                component = []
-                while (w := stack.pop()) != v:
-                    on_stack.discard(w)
-                    component.append(w)
-                on_stack.discard(v)
-                if component:
-                    found.append(sorted([v, *component]))
+    """benchmarks/structure.py's cycle finder (one implementation; it reports the same
+    figure before and after issue 15's restructuring)."""
+    spec = importlib.util.spec_from_file_location("structure", ROOT / "benchmarks" / "structure.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    found: list[list[str]] = module.cycles(edges)
     return found
 
 
