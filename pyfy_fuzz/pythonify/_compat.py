@@ -34,38 +34,9 @@ except ImportError as exc:  # pragma: no cover - depends on the installed torch
 
 TORCH_VERSION = torch.__version__
 
-# Fields read from each wrapper object at post_compile time. A torch that renames one of them
-# makes `check_wrapper_fields` fail with the wrapper and field named.
-WRAPPER_FIELDS: dict[str, tuple[str, ...]] = {
-    "RuntimeWrapper": ("indices_of_inps_to_detach", "trace_joint", "disable_amp"),
-    "EffectTokensWrapper": (),
-    "AOTDispatchSubclassWrapper": (
-        "trace_joint",
-        "maybe_subclass_meta",
-        "num_fw_outs_saved_for_bw",
-    ),
-    "FunctionalizedRngRuntimeWrapper": ("return_new_outs",),
-    "FakifiedOutWrapper": ("out_metas", "fwd_output_strides", "needs_post_compile"),
-    "AOTDedupeWrapper": ("keep_arg_mask", "add_dupe_map", "needs_post_compile"),
-    "AOTSyntheticBaseWrapper": (
-        "trace_joint",
-        "needs_post_compile",
-        "aliased_arg_idx_with_metadata_mutations",
-        "base_groups",
-        "other_arg_indices",
-    ),
-    "DebugAssertWrapper": ("flat_requires_grad",),
-}
-
-SPEC_FIELDS = (
-    "maybe_subclass_meta",
-    "num_symints_saved_for_bw",
-    "backward_state_indices",
-    "disable_amp",
-    "indices_of_inps_to_detach",
-    "fw_metadata",
-)
-
+# Fields read from ViewAndMutationMeta, whichever wrapper reads them. Each wrapper's own fields
+# are its module's FIELDS (wrappers/); a torch that renames one makes `check_fields` fail with
+# the owner and field named.
 META_FIELDS = (
     "input_info",
     "output_info",
@@ -87,10 +58,10 @@ META_FIELDS = (
 )
 
 
-def wrapper_classes() -> dict[str, type]:
-    """The wrapper classes whose post_compile the capture records, by name."""
+def wrapper_classes(names: tuple[str, ...]) -> dict[str, type]:
+    """runtime_wrappers' classes of these names, or a clear error naming the one gone."""
     out: dict[str, type] = {}
-    for name in WRAPPER_FIELDS:
+    for name in names:
         cls = getattr(rw, name, None)
         if cls is None:
             raise PythonifyUnsupported(
@@ -117,7 +88,7 @@ def check_fields(owner: str, obj: Any, fields: tuple[str, ...]) -> None:
             raise PythonifyUnsupported(
                 f"torch {TORCH_VERSION}",
                 f"{owner} has no field {f!r}; its internals changed. "
-                "Update pyfy_fuzz/pythonify/_compat.py and capture.py.",
+                "Update its model in pyfy_fuzz/pythonify/wrappers/.",
             )
 
 

@@ -23,11 +23,22 @@ import torch.fx
 import torch.utils._pytree as pytree
 
 from . import _compat as C
-from . import records as R
+from . import wrappers as W
 from .errors import PythonifyUnsupported
 from .graph_render import FxNodeMeta, RenderContext, fx_node_meta, render_fx, seq_nr_table
 from .inputs import clone_preserving_aliasing
-from .ir import CompiledGraph
+from .meta import CompiledGraph, IRNode
+from .wrappers import (
+    autograd,
+    debug_assert,
+    dedupe,
+    effect_tokens,
+    fakified_out,
+    rng,
+    runtime,
+    subclass,
+    synthetic_base,
+)
 
 BACKENDS = ("aot_eager", "inductor")
 FRONTENDS = ("dynamo", "aot")
@@ -99,7 +110,8 @@ class Capture:
     output_expr: str
     arg_names: list[str]
     is_module: bool
-    wrappers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # torch wrapper name -> its recorded node (None: the wrapper returned the function as is)
+    wrappers: dict[str, IRNode | None] = field(default_factory=dict)
     graphs: dict[str, CompiledGraph] = field(default_factory=dict)
     render: RenderContext = field(default_factory=RenderContext)
     grad_enabled: bool = True
@@ -111,15 +123,12 @@ class Capture:
     fx_meta: dict[str, tuple[FxNodeMeta, ...]] = field(default_factory=dict)
 
 
-# torch's descriptor class of a synthetic base input -> the IR's name for how it was made.
-_BASE_KINDS = {"SyntheticBaseAOTInput": "storage", "ViewBaseAOTInput": "view_base"}
-
-
 class _Recorder:
     """Collects wrapper records and graphs during one compile."""
 
     def __init__(self) -> None:
-        self.wrappers: dict[str, dict[str, Any]] = {}
+        self.wrappers: dict[str, IRNode | None] = {}
+        self.static_input_indices: list[int] = []
         self.gms: list[tuple[str, torch.fx.GraphModule, str | None]] = []
         self.render = RenderContext()
         self.calls = 0
@@ -161,7 +170,7 @@ class _Recorder:
     # -- wrappers ------------------------------------------------------------------------
     @contextlib.contextmanager
     def hooks(self) -> Iterator[None]:
-        classes = C.wrapper_classes()
+        classes = C.wrapper_classes(tuple(W.POST_COMPILE_FIELDS))
         saved: list[tuple[type, str, Any]] = []
         for name, cls in classes.items():
             saved.append((cls, "post_compile", cls.__dict__["post_compile"]))
@@ -192,7 +201,7 @@ class _Recorder:
         def post_compile(
             self: Any, compiled_fn: Any, aot_config: Any, *, runtime_metadata: Any
         ) -> Any:
-            C.check_fields(name, self, C.WRAPPER_FIELDS[name])
+            C.check_fields(name, self, W.POST_COMPILE_FIELDS[name])
             C.check_fields("ViewAndMutationMeta", runtime_metadata, C.META_FIELDS)
             recorder._record(name, self, aot_config, runtime_metadata)
             return orig(self, compiled_fn, aot_config, runtime_metadata=runtime_metadata)
@@ -200,143 +209,49 @@ class _Recorder:
         return post_compile
 
     def _wrap_synthetic_base_pre_compile(self, orig: Callable[..., Any]) -> Callable[..., Any]:
-        """Read which kind of synthetic base torch made: only pre_compile sees the inputs.
-
-        merge_view_inputs makes a base from the shared storage when no alias has a `_base`
-        (set_-shared inputs: the storage-wide base) and reuses the common `_base` otherwise;
-        it tells the two apart only in the descriptors it returns. Kinds stay unknown (no
-        path variant) where a torch returns something else.
-        """
+        """Read which kind of synthetic base torch made: only pre_compile sees the inputs
+        (Note [How a synthetic base is made] in wrappers/synthetic_base.py)."""
         recorder = self
 
         @functools.wraps(orig)
         def pre_compile(self: Any, *args: Any, **kwargs: Any) -> Any:
             out = orig(self, *args, **kwargs)
-            descs = out[2] if isinstance(out, tuple) and len(out) == 4 else ()
-            names = [type(d).__name__ for d in descs]
-            recorder.base_kinds[id(self)] = [_BASE_KINDS[n] for n in names if n in _BASE_KINDS]
+            recorder.base_kinds[id(self)] = synthetic_base.base_kinds(out)
             return out
 
         return pre_compile
 
     def _record(self, name: str, w: Any, aot_config: Any, meta: Any) -> None:
+        """Each wrapper's own `record` (wrappers/) builds its node from torch's metadata."""
         if name in self.wrappers and name != "FakifiedOutWrapper":
             raise PythonifyUnsupported(
                 "more than one compiled region", f"{name} ran twice in one compile"
             )
-        rec: dict[str, Any]
+        node: IRNode | None
+        if name == "AOTSyntheticBaseWrapper":
+            node = synthetic_base.record(w, aot_config, meta, self.base_kinds.get(id(w), []))
+        else:
+            node = _RECORDERS[name](w, aot_config, meta)
         if name == "RuntimeWrapper":
-            rec = dict(
-                active=True,
-                indices_of_inps_to_detach=list(w.indices_of_inps_to_detach),
-                trace_joint=bool(w.trace_joint),
-                disable_amp=bool(w.disable_amp),
-                keep_input_mutations=bool(aot_config.keep_inference_input_mutations),
-                input_info=R.input_infos(meta),
-                output_info=R.output_infos(meta),
-                mutated_inp_runtime_indices=list(meta.mutated_inp_runtime_indices),
-                mutated_graph_handled_indices_seen_by_autograd=list(
-                    meta.mutated_graph_handled_indices_seen_by_autograd
-                ),
-                num_outputs=int(meta.num_outputs),
-                num_intermediate_bases=int(meta.num_intermediate_bases),
-                grad_enabled_mutation=meta.grad_enabled_mutation,
-                static_input_indices=list(meta.static_input_indices or []),
-            )
-        elif name == "EffectTokensWrapper":
-            rec = dict(active=len(meta.tokens) > 0, token_count=len(meta.tokens))
-        elif name == "AOTDispatchSubclassWrapper":
-            active = w.maybe_subclass_meta is not None or bool(
-                getattr(meta, "act_input_indices", [])
-            )
-            if getattr(meta, "act_input_indices", None):
-                raise PythonifyUnsupported(
-                    "AOTDispatchSubclassWrapper act_input_indices (async tensors)"
-                )
-            rec = dict(active=active)
-            if active:
-                rec.update(
-                    inp_metas=[R.tensor_meta(m) for m in meta.subclass_inp_meta],
-                    out_metas=[R.tensor_meta(m) for m in meta.subclass_fw_graph_out_meta],
-                    num_fw_outs_saved_for_bw=w.num_fw_outs_saved_for_bw,
-                )
-        elif name == "FunctionalizedRngRuntimeWrapper":
-            rec = dict(
-                active=bool(meta.is_rng_op_functionalized),
-                num_forward_returns=int(meta.num_forward_returns),
-                return_new_outs=bool(w.return_new_outs),
-            )
-        elif name == "FakifiedOutWrapper":
-            rec = dict(active=bool(w.needs_post_compile))
-            if w.needs_post_compile:
-                rec["out_metas"] = R.fake_out_metas(w.out_metas, w.fwd_output_strides)
-        elif name == "AOTDedupeWrapper":
-            rec = dict(
-                active=bool(w.needs_post_compile),
-                keep_arg_mask=list(w.keep_arg_mask),
-                add_dupe_map=list(w.add_dupe_map),
-            )
-        elif name == "AOTSyntheticBaseWrapper":
-            rec = dict(
-                active=bool(w.needs_post_compile),
-                base_groups={int(k): list(v) for k, v in w.base_groups.items()},
-                other_arg_indices=list(w.other_arg_indices),
-                aliased_arg_idx_with_metadata_mutations=list(
-                    w.aliased_arg_idx_with_metadata_mutations
-                ),
-                trace_joint=bool(w.trace_joint),
-                base_kinds=self.base_kinds.get(id(w), []),
-            )
-        elif name == "DebugAssertWrapper":
-            rec = dict(active=True, flat_requires_grad=list(w.flat_requires_grad))
-        else:  # pragma: no cover - WRAPPER_FIELDS and this chain list the same names
-            raise AssertionError(f"unknown wrapper {name}")
-        self.wrappers[name] = rec
+            self.static_input_indices = list(meta.static_input_indices or [])
+        self.wrappers[name] = node
 
     def _record_autograd(self, spec: Any) -> None:
-        C.check_fields("AOTDispatchAutogradCompileSpec", spec, C.SPEC_FIELDS)
-        meta = spec.fw_metadata
-        if getattr(spec, "backward_state_indices", None):
-            raise PythonifyUnsupported("BackwardState inputs (compiled autograd)")
-        if getattr(meta, "num_opaque_objects_saved_for_bw", 0):
-            raise PythonifyUnsupported("opaque objects saved for backward")
-        if meta.num_graphsafe_rng_states:
-            raise PythonifyUnsupported("graph-safe RNG states (CUDA generators in the graph)")
-        sub = spec.maybe_subclass_meta
-        self.wrappers["AOTDispatchAutograd"] = dict(
-            active=True,
-            num_forward_returns=int(meta.num_forward_returns),
-            num_outputs=int(meta.num_outputs),
-            num_intermediate_bases=int(meta.num_intermediate_bases),
-            mutated_inp_runtime_indices=list(meta.mutated_inp_runtime_indices),
-            input_info=R.input_infos(meta),
-            output_info=R.output_infos(meta),
-            tensors_saved_for_bw_with_vc_check_slice=R.slice_pair(
-                meta.tensors_saved_for_backwards_with_vc_check_slice
-            ),
-            tensors_saved_for_bw_no_vc_check_slice=R.slice_pair(
-                meta.tensors_saved_for_backwards_no_vc_check_slice
-            ),
-            symints_saved_for_bw_slice=R.slice_pair(meta.symints_saved_for_backwards_slice),
-            num_symints_saved_for_bw=int(spec.num_symints_saved_for_bw or 0),
-            num_backward_tokens=int(meta.num_backward_tokens),
-            is_rng_op_functionalized=bool(meta.is_rng_op_functionalized),
-            num_graphsafe_rng_states=int(meta.num_graphsafe_rng_states),
-            disable_amp=bool(spec.disable_amp),
-            deterministic=meta.deterministic,
-            has_mutations_in_bw=bool(
-                meta.indices_of_inputs_that_requires_grad_with_mutations_in_bw
-            ),
-            donated_buffers=bool(torch._functorch.config.donated_buffer and meta.bw_donated_idxs),
-            tangent_metas=[R.tensor_meta(m) for m in meta.subclass_tangent_meta],
-            grad_input_metas=(
-                [R.tensor_meta(m) for m in sub.grad_input_metas]
-                if sub is not None and sub.grad_input_metas is not None
-                else None
-            ),
-            has_subclass=sub is not None,
-            indices_of_inps_to_detach=list(spec.indices_of_inps_to_detach),
-        )
+        C.check_fields("AOTDispatchAutogradCompileSpec", spec, autograd.FIELDS)
+        self.wrappers[autograd.AOTAutogradWrapperNode.wrapper] = autograd.record(spec)
+
+
+# runtime_wrappers class name -> its model's `record` (AOTSyntheticBaseWrapper also reads what
+# pre_compile saw, and AOTDispatchAutograd records from its compile spec).
+_RECORDERS: dict[str, Callable[[Any, Any, Any], IRNode | None]] = {
+    "RuntimeWrapper": runtime.record,
+    "EffectTokensWrapper": effect_tokens.record,
+    "AOTDispatchSubclassWrapper": subclass.record,
+    "FunctionalizedRngRuntimeWrapper": rng.record,
+    "FakifiedOutWrapper": fakified_out.record,
+    "AOTDedupeWrapper": dedupe.record,
+    "DebugAssertWrapper": debug_assert.record,
+}
 
 
 def _plain_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], backend: str) -> Any:
@@ -453,7 +368,7 @@ def capture(
     cap.fx_meta = {(role if training else "inference"): m for role, m in rec.fx_meta.items()}
     if "RuntimeWrapper" not in rec.wrappers:
         raise PythonifyUnsupported("a program without a compiled graph", "nothing was compiled")
-    cap.static_input_indices = rec.wrappers["RuntimeWrapper"]["static_input_indices"]
+    cap.static_input_indices = rec.static_input_indices
     return cap
 
 

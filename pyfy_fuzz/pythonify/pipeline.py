@@ -7,89 +7,62 @@ compiled function unchanged).
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 from .capture import Capture
 from .errors import PythonifyUnsupported
-from .ir import (
-    AOTAutogradWrapperNode,
-    AOTDedupeWrapperNode,
-    AOTDispatchSubclassWrapperNode,
-    AOTSyntheticBaseWrapperNode,
-    CUDAGraphPhase,
-    CUDAGraphSetupNode,
-    DebugAssertWrapperNode,
-    EffectTokensWrapperNode,
-    EntryNode,
-    FakifiedOutWrapperNode,
-    FunctionalizedRngRuntimeWrapperNode,
-    GuardNode,
-    IRNode,
-    PythonifyIR,
-    RuntimeWrapperNode,
-    SubclassMeta,
-    TensorGuard,
-    TensorMetaRecord,
-    ValueGuard,
-)
+from .ir import EntryNode, GuardNode, IRNode, PythonifyIR, TensorGuard, ValueGuard
 from .records import type_path
+from .wrappers import (
+    AOTAutogradWrapperNode,
+    AOTDispatchSubclassWrapperNode,
+    RuntimeWrapperNode,
+    cudagraph,
+)
+from .wrappers.subclass import subclass_types
 
-_FIELDS_OF = {
-    cls.wrapper: cls
-    for cls in (
-        EffectTokensWrapperNode,
-        AOTDispatchSubclassWrapperNode,
-        FunctionalizedRngRuntimeWrapperNode,
-        FakifiedOutWrapperNode,
-        RuntimeWrapperNode,
-        DebugAssertWrapperNode,
-        AOTSyntheticBaseWrapperNode,
-        AOTDedupeWrapperNode,
-        AOTAutogradWrapperNode,
-    )
-}
+__all__ = ["build_ir"]
 
-
-def _node(name: str, rec: dict[str, Any]) -> IRNode:
-    cls = _FIELDS_OF[name]
-    names = set(cls.__dataclass_fields__)
-    return cls(**{k: v for k, v in rec.items() if k in names})
+_FORWARD_INFERENCE = (
+    "EffectTokensWrapper",
+    "AOTDispatchSubclassWrapper",
+    "FunctionalizedRngRuntimeWrapper",
+    "FakifiedOutWrapper",
+)
+_ASSEMBLY = ("AOTDispatchAutograd", "RuntimeWrapper", "DebugAssertWrapper")
+_DISPATCH = ("AOTSyntheticBaseWrapper", "AOTDedupeWrapper")
 
 
 def build_ir(cap: Capture) -> PythonifyIR:
     w = cap.wrappers
     training = "AOTDispatchAutograd" in w
 
-    def active(name: str) -> bool:
-        return bool(w.get(name, {}).get("active"))
+    def active(names: tuple[str, ...]) -> list[IRNode]:
+        return [n for n in (w.get(name) for name in names) if n is not None]
 
-    forward_inference: list[IRNode] = [
-        _node(n, w[n])
-        for n in (
-            "EffectTokensWrapper",
-            "AOTDispatchSubclassWrapper",
-            "FunctionalizedRngRuntimeWrapper",
-            "FakifiedOutWrapper",
+    forward_inference = active(_FORWARD_INFERENCE)
+    assembly = active(_ASSEMBLY)
+    dispatch = active(_DISPATCH)
+    rw = w["RuntimeWrapper"]
+    ag = w.get("AOTDispatchAutograd")
+    assert isinstance(rw, RuntimeWrapperNode)
+    assert ag is None or isinstance(ag, AOTAutogradWrapperNode)
+    cudagraphs = []
+    if cap.mode == "reduce-overhead":
+        cudagraphs = cudagraph.build(
+            rw,
+            ag,
+            cap.graphs,
+            static_input_indices=cap.static_input_indices,
+            device=cap.device,
+            dynamic=cap.dynamic,
         )
-        if active(n)
-    ]
-    assembly: list[IRNode] = []
-    if training:
-        assembly.append(_node("AOTDispatchAutograd", w["AOTDispatchAutograd"]))
-    assembly.append(_node("RuntimeWrapper", w["RuntimeWrapper"]))
-    if active("DebugAssertWrapper"):
-        assembly.append(_node("DebugAssertWrapper", w["DebugAssertWrapper"]))
-    dispatch: list[IRNode] = [
-        _node(n, w[n]) for n in ("AOTSyntheticBaseWrapper", "AOTDedupeWrapper") if active(n)
-    ]
     ir = PythonifyIR(
         graphs=cap.graphs,
         forward_inference=forward_inference,
         autograd_assembly=assembly,
         dispatch=dispatch,
-        cudagraphs=_cudagraph_nodes(cap, training),
+        cudagraphs=cudagraphs,
         guards=_guards(cap),
         entry=EntryNode(
             arg_names=list(cap.arg_names),
@@ -116,18 +89,13 @@ def build_ir(cap: Capture) -> PythonifyIR:
 
 
 def _subclass_types(ir: PythonifyIR) -> set[str]:
+    """The subclass types the file imports: those its wrappers rebuild and those it guards."""
     found: set[str] = set()
-
-    def walk(m: TensorMetaRecord | Any) -> None:
-        if isinstance(m, SubclassMeta):
-            found.add(m.type_path)
-            for _, a in m.attrs:
-                walk(a)
-
     for n in ir.forward_inference + ir.autograd_assembly:
-        for attr in ("inp_metas", "out_metas", "tangent_metas", "grad_input_metas"):
-            for m in getattr(n, attr, None) or []:
-                walk(m)
+        if isinstance(n, AOTDispatchSubclassWrapperNode):
+            found |= subclass_types([*n.inp_metas, *n.out_metas])
+        elif isinstance(n, AOTAutogradWrapperNode):
+            found |= subclass_types([*n.tangent_metas, *(n.grad_input_metas or [])])
     for g in ir.guards.tensors:
         if g.type_path not in ("torch:Tensor", "torch.nn.parameter:Parameter"):
             found.add(g.type_path)
@@ -187,52 +155,3 @@ def _alias_groups(
             seen.add(uniq)
             shared.append(list(uniq))
     return same, shared
-
-
-def _cudagraph_nodes(cap: Capture, training: bool) -> list[CUDAGraphSetupNode]:
-    if cap.mode != "reduce-overhead":
-        return []
-    emulate = cap.device != "cuda"
-    rw = cap.wrappers["RuntimeWrapper"]
-    mutated = [
-        i for i, info in enumerate(rw["input_info"]) if info.mutates_data or info.mutates_metadata
-    ]
-    common = dict(
-        warmup_runs=1,
-        skip_dynamic_graphs=cap.dynamic,
-        emulate=emulate,
-        device_index=0 if not emulate else None,
-    )
-    if not training:
-        n = CUDAGraphSetupNode(
-            graph_id="inference",
-            phase=CUDAGraphPhase.INFERENCE,
-            static_input_indices=list(cap.static_input_indices),
-            mutated_input_indices=mutated,
-            **common,  # type: ignore[arg-type]
-        )
-        return [n]
-    ag = cap.wrappers["AOTDispatchAutograd"]
-    n_fw = cap.graphs["forward"].num_outputs
-    a, b, _ = slice(*ag["tensors_saved_for_bw_with_vc_check_slice"]).indices(n_fw)
-    c, d, _ = slice(*ag["tensors_saved_for_bw_no_vc_check_slice"]).indices(n_fw)
-    fw = CUDAGraphSetupNode(
-        graph_id="forward",
-        phase=CUDAGraphPhase.FORWARD,
-        static_input_indices=list(cap.static_input_indices),
-        saved_tensor_indices=[*range(a, b), *range(c, d)],
-        num_forward_outputs=ag["num_forward_returns"],
-        backward_graph_id="backward",
-        mutated_input_indices=mutated,
-        **common,  # type: ignore[arg-type]
-    )
-    nsym = ag["num_symints_saved_for_bw"]
-    nsaved = (b - a) + (d - c)
-    bw = CUDAGraphSetupNode(
-        graph_id="backward",
-        phase=CUDAGraphPhase.BACKWARD,
-        static_input_indices=[],
-        saved_tensor_indices=list(range(nsym, nsym + nsaved)),
-        **common,  # type: ignore[arg-type]
-    )
-    return [fw, bw]

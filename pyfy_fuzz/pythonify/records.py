@@ -12,7 +12,7 @@ import torch
 
 from . import _compat as C
 from .errors import PythonifyUnsupported
-from .ir import (
+from .meta import (
     FakeOutMeta,
     InputInfo,
     MemoryFormat,

@@ -5,13 +5,16 @@ from __future__ import annotations
 import torch
 
 from pyfy_fuzz.pythonify import load, pythonify
-from pyfy_fuzz.pythonify.gen_python import PythonCodeGen
 from pyfy_fuzz.pythonify.ir import (
     AOTDedupeWrapperNode,
     FakeOutMeta,
     FakifiedOutWrapperNode,
     FunctionalizedRngRuntimeWrapperNode,
 )
+from pyfy_fuzz.pythonify.meta import EmitContext
+from pyfy_fuzz.pythonify.wrappers import dedupe, fakified_out, rng
+
+INNER = EmitContext(inner="inner")
 
 
 def _exec_helper(src: str, **env):
@@ -22,9 +25,7 @@ def _exec_helper(src: str, **env):
 
 def test_functionalized_rng_helper_threads_seed_offset_and_advances(tmp_path):
     """CUDA-only at runtime: the helper is exercised with the CUDA RNG calls stubbed."""
-    gen = PythonCodeGen(ir=None)  # type: ignore[arg-type]
-    gen.inner = "inner"
-    src = gen.visit_functionalized_rng(FunctionalizedRngRuntimeWrapperNode(num_forward_returns=2))
+    src = rng.emit(FunctionalizedRngRuntimeWrapperNode(num_forward_returns=2), INNER)
     seen, offsets = [], []
 
     def inner(args):
@@ -44,11 +45,9 @@ def test_functionalized_rng_helper_threads_seed_offset_and_advances(tmp_path):
 
 
 def test_functionalized_rng_training_keeps_offset_output():
-    gen = PythonCodeGen(ir=None)  # type: ignore[arg-type]
-    gen.inner = "inner"
     node = FunctionalizedRngRuntimeWrapperNode(num_forward_returns=1, return_new_outs=False)
     ns = _exec_helper(
-        gen.visit_functionalized_rng(node),
+        rng.emit(node, INNER),
         inner=lambda args: [torch.tensor(1.0), torch.tensor(9)],
         _cuda_rng_state_as_tuple=lambda: (torch.tensor(0), torch.tensor(0)),
         _cuda_set_rng_offset=lambda o: None,
@@ -57,14 +56,12 @@ def test_functionalized_rng_training_keeps_offset_output():
 
 
 def test_fakified_out_helper_first_call_returns_fake_strided_outputs():
-    gen = PythonCodeGen(ir=None)  # type: ignore[arg-type]
-    gen.inner = "inner"
     node = FakifiedOutWrapperNode(
         out_metas=[FakeOutMeta((2, 3), (1, 2), "torch.float32", "cpu"), None]
     )
     calls = []
     ns = _exec_helper(
-        gen.visit_fakified_out(node),
+        fakified_out.emit(node, INNER),
         inner=lambda args: calls.append(args) or ["real"],
         _dtype=lambda name: getattr(torch, name.split(".")[-1]),
     )
@@ -77,10 +74,8 @@ def test_fakified_out_helper_first_call_returns_fake_strided_outputs():
 
 
 def test_dedupe_helper_drops_duplicates():
-    gen = PythonCodeGen(ir=None)  # type: ignore[arg-type]
-    gen.inner = "inner"
     node = AOTDedupeWrapperNode(keep_arg_mask=[True, False, True], add_dupe_map=[0, 0, 1])
-    ns = _exec_helper(gen.visit_dedupe(node), inner=lambda args: args)
+    ns = _exec_helper(dedupe.emit(node, INNER), inner=lambda args: args)
     assert ns["_dedupe_wrapper"](["a", "a", "b"]) == ["a", "b"]
 
 

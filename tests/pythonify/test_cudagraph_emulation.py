@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import torch
 
-from pyfy_fuzz.pythonify.cudagraph_codegen import runtime_source, wrap_source
 from pyfy_fuzz.pythonify.ir import CUDAGraphPhase, CUDAGraphSetupNode
+from pyfy_fuzz.pythonify.wrappers.cudagraph import runtime_source, wrap_source
 
 Boxed = Callable[[list[Any]], list[Any]]
 

@@ -1,4 +1,5 @@
-"""CUDA-graph capture/replay for the generated file: the runtime it embeds and one line per graph.
+"""CUDA graphs (cudagraphify / torch._inductor.cudagraph_trees): capture/replay of each compiled
+graph, modelled after torch's wrappers, with the runtime the generated file embeds.
 
 The runtime below is ordinary Python in this module (so ruff, mypy and the tests see it), and
 `runtime_source()` emits its source verbatim into the generated file. Everything in the runtime
@@ -16,14 +17,114 @@ that the replay logic is exercised (and its bugs are visible) on CPU.
 
 from __future__ import annotations
 
-import inspect
 import re
+import sys
 import textwrap
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import torch
 
-from .ir import CUDAGraphPhase, CUDAGraphSetupNode
+from ..meta import CompiledGraph, CUDAGraphPhase, IRNode, PathFacts
+from ._source import runtime_source as _emitted
+from .autograd import AOTAutogradWrapperNode, saved_tensor_indices
+from .runtime import RuntimeWrapperNode
+
+__all__ = ["CUDAGraphSetupNode", "build", "paths", "runtime_source", "wrap_source"]
+
+
+@dataclass
+class CUDAGraphSetupNode(IRNode):
+    """Capture/replay of one compiled graph (see seeds/001, "CUDA Graph IR Node").
+
+    Wraps the compiled graph callable of its phase. On cpu, the generated file replays against
+    an emulation that keeps CUDA-graph semantics (static input buffers, outputs rewritten in
+    place at each replay).
+    """
+
+    wrapper: ClassVar[str] = "cudagraphify"
+    segment: ClassVar[str] = "cudagraph"
+    graph_id: str = "inference"  # the compiled graph it captures
+    phase: CUDAGraphPhase = CUDAGraphPhase.INFERENCE
+    warmup_runs: int = 1  # eager calls per input shape before the capture
+    static_input_indices: list[int] = field(default_factory=list)  # used in place (parameters)
+    saved_tensor_indices: list[int] = field(default_factory=list)  # outputs/inputs saved for bw
+    num_forward_outputs: int | None = None  # forward phase: the returns before saved tensors
+    backward_graph_id: str | None = None  # forward phase: the graph replaying its backward
+    device_index: int | None = None  # None when emulated
+    skip_dynamic_graphs: bool = False  # a call with new shapes runs eagerly
+    emulate: bool = True  # replay against _EmulatedCUDAGraph (no GPU needed)
+    # Non-static inputs the graph mutates: torch skips CUDA graphs for those, and so do we.
+    mutated_input_indices: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.warmup_runs < 0:
+            raise ValueError("warmup_runs must be >= 0")
+        if self.emulate and self.device_index is not None:
+            raise ValueError("an emulated CUDA graph has no device index")
+
+
+def build(
+    runtime: RuntimeWrapperNode,
+    autograd: AOTAutogradWrapperNode | None,
+    graphs: dict[str, CompiledGraph],
+    *,
+    static_input_indices: list[int],
+    device: str,
+    dynamic: bool,
+) -> list[CUDAGraphSetupNode]:
+    """The CUDA graphs a mode="reduce-overhead" compile replays: one for inference, or a
+    forward and a backward for training. Emulated where the compile's device is not cuda."""
+    emulate = device != "cuda"
+    mutated = [
+        i for i, info in enumerate(runtime.input_info) if info.mutates_data or info.mutates_metadata
+    ]
+    common: dict[str, Any] = dict(
+        warmup_runs=1,
+        skip_dynamic_graphs=dynamic,
+        emulate=emulate,
+        device_index=0 if not emulate else None,
+    )
+    if autograd is None:
+        return [
+            CUDAGraphSetupNode(
+                graph_id="inference",
+                phase=CUDAGraphPhase.INFERENCE,
+                static_input_indices=list(static_input_indices),
+                mutated_input_indices=mutated,
+                **common,
+            )
+        ]
+    saved = saved_tensor_indices(autograd, graphs["forward"].num_outputs)
+    fw = CUDAGraphSetupNode(
+        graph_id="forward",
+        phase=CUDAGraphPhase.FORWARD,
+        static_input_indices=list(static_input_indices),
+        saved_tensor_indices=saved,
+        num_forward_outputs=autograd.num_forward_returns,
+        backward_graph_id="backward",
+        mutated_input_indices=mutated,
+        **common,
+    )
+    nsym = autograd.num_symints_saved_for_bw
+    bw = CUDAGraphSetupNode(
+        graph_id="backward",
+        phase=CUDAGraphPhase.BACKWARD,
+        static_input_indices=[],
+        saved_tensor_indices=list(range(nsym, nsym + len(saved))),
+        **common,
+    )
+    return [fw, bw]
+
+
+def paths(node: CUDAGraphSetupNode, facts: PathFacts) -> list[str]:
+    out = [f"cudagraph/{'inference' if node.phase is CUDAGraphPhase.INFERENCE else 'training'}"]
+    if node.mutated_input_indices:
+        out.append("cudagraph/skipped_input_mutation")
+    if node.skip_dynamic_graphs:
+        out.append("cudagraph/skip_dynamic")
+    return out
+
 
 # =========================================================================== runtime (emitted)
 # Everything from here to the "end of runtime" marker is copied into the generated file.
@@ -460,9 +561,15 @@ class _CUDAGraphRunner:
 
 # =========================================================================== end of runtime
 
-_RUNTIME_COMMON = (_cg_input_key, _cg_arg_key, _cg_copy_into, _cg_static_buffer, _cg_hand_out)
-_RUNTIME_EMULATION = (_cg_poison, _EmulatedCUDAGraph, _emulated_graph)
-_RUNTIME_RUNNER = (_CUDAGraphEntry, _CUDAGraphRunner)
+_RUNTIME_COMMON = (
+    "_cg_input_key",
+    "_cg_arg_key",
+    "_cg_copy_into",
+    "_cg_static_buffer",
+    "_cg_hand_out",
+)
+_RUNTIME_EMULATION = ("_cg_poison", "_EmulatedCUDAGraph", "_emulated_graph")
+_RUNTIME_RUNNER = ("_CUDAGraphEntry", "_CUDAGraphRunner")
 
 _RUNTIME_HEADER = """\
 # ---------------------------------------------------------------------------- CUDA graphs
@@ -478,9 +585,8 @@ def runtime_source(emulate: bool) -> str:
     With `emulate`, the file also gets `_EmulatedCUDAGraph`/`_emulated_graph`, the CPU stand-in
     that runners built with `emulate=True` replay against; without it the file needs a GPU.
     """
-    parts = [*_RUNTIME_COMMON, *(_RUNTIME_EMULATION if emulate else ()), *_RUNTIME_RUNNER]
-    blocks = [textwrap.dedent(inspect.getsource(obj)).rstrip() + "\n" for obj in parts]
-    return _RUNTIME_HEADER + "\n\n" + "\n\n".join(blocks)
+    names = (*_RUNTIME_COMMON, *(_RUNTIME_EMULATION if emulate else ()), *_RUNTIME_RUNNER)
+    return _RUNTIME_HEADER + "\n\n" + _emitted(sys.modules[__name__], names) + "\n"
 
 
 def _identifier(text: str) -> str:

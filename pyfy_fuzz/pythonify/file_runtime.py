@@ -1,0 +1,234 @@
+"""The generated file's own runtime: binding arguments, checking guards, loading graphs.
+
+These helpers belong to no wrapper: every file needs them around the wrapper stack. Like the
+wrappers' runtime helpers they are real code copied verbatim into the file (Note [Runtime
+helpers are real code] in wrappers/_source.py); `RUNTIME` lists them in the order they appear.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import io
+from typing import Any
+
+import torch
+
+from .errors import PythonifyGuardError
+
+__all__ = ["RUNTIME"]
+
+# --------------------------------------------------------------------------- defined by the file
+# The generated file's guard and entry sections define these; declared here (never emitted) so
+# that the helpers below type-check as they will run.
+ARG_NAMES: list[str] = []
+IS_MODULE = False
+INPUT_SOURCES: list[str] = []
+_GRAD_ENABLED = True
+_TENSOR_GUARDS: list[Any] = []
+_SAME_OBJECT: list[list[int]] = []
+_SHARED_STORAGE: list[list[int]] = []
+
+
+# --------------------------------------------------------------------------- runtime (emitted)
+
+
+def _as_list(outs):
+    if isinstance(outs, tuple):
+        return list(outs)
+    if isinstance(outs, list):
+        return outs
+    return [outs]
+
+
+def _dtype(name):
+    return getattr(torch, name.split(".")[-1])
+
+
+def _import_type(path):
+    module, _, qualname = path.partition(":")
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _is_wrapper_subclass(x):
+    return type(x) is not torch.Tensor and hasattr(x, "__tensor_flatten__")
+
+
+def _load_inductor_graph(source, name, realign=(), writeback=()):
+    """Exec Inductor's output module and return its `call` in the boxed convention. Inputs in
+    `realign` were assumed 16-byte aligned: misaligned ones are cloned, and those in `writeback`
+    (mutated) are copied back after the call, as Inductor's runtime does."""
+    import types
+
+    mod = types.ModuleType(f"pythonify_inductor_{name}")
+    mod.__file__ = f"<pythonify inductor {name}>"
+    exec(compile(source, mod.__file__, "exec"), mod.__dict__)
+    graph_call = mod.call
+
+    def run(args):
+        args = list(args)
+        old, new = [], []
+        for i in realign:
+            t = args[i]
+            if t.data_ptr() % 16:
+                clone = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device)
+                clone.copy_(t)
+                args[i] = clone
+                if i in writeback:
+                    old.append(t)
+                    new.append(clone)
+        outs = graph_call(args)
+        for o, n in zip(old, new, strict=False):
+            o.copy_(n)
+        return outs
+
+    return run
+
+
+def _load_constants(encoded):
+    return {
+        k: torch.load(io.BytesIO(base64.b64decode(v)), weights_only=True)
+        for k, v in encoded.items()
+    }
+
+
+# What inputs that are not arguments (self, closure cells, globals) resolve against.
+_BOUND = {"fn": None}
+
+
+def bind(fn):
+    """Resolve parameters, buffers, globals and closure cells against `fn` at call time."""
+    _BOUND["fn"] = fn
+
+
+def _bind_locals(args):
+    if len(args) != len(ARG_NAMES):
+        raise TypeError(f"call() takes {len(ARG_NAMES)} arguments {ARG_NAMES}, got {len(args)}")
+    L = dict(zip(ARG_NAMES, args, strict=False))
+    fn = _BOUND["fn"]
+    G: dict = {}
+    if fn is not None:
+        target = type(fn).forward if IS_MODULE else fn
+        if IS_MODULE:
+            import inspect
+
+            params = list(inspect.signature(target).parameters)
+            L[params[0]] = fn
+            # Dynamo traces a module call through a frame with locals fn/args/kwargs.
+            L.update(fn=fn, args=tuple(args), kwargs={})
+        code = getattr(target, "__code__", None)
+        cells = getattr(target, "__closure__", None) or ()
+        if code is not None:
+            for var, cell in zip(code.co_freevars, cells, strict=False):
+                try:
+                    L.setdefault(var, cell.cell_contents)
+                except ValueError:
+                    pass
+        G = getattr(target, "__globals__", {})
+    return L, G
+
+
+def _storage_keys(t):
+    if _is_wrapper_subclass(t):
+        attrs, _ = t.__tensor_flatten__()
+        keys = set()
+        for a in attrs:
+            keys |= _storage_keys(getattr(t, a))
+        return keys
+    try:
+        return {(t.untyped_storage()._cdata, str(t.device))}
+    except (RuntimeError, NotImplementedError):
+        return set()
+
+
+def _check_guards(flat):
+    """Raise PythonifyGuardError, naming the input, where `flat` breaks a compile assumption."""
+    if torch.is_grad_enabled() != _GRAD_ENABLED:
+        raise PythonifyGuardError(
+            f"grad mode: compiled with grad enabled={_GRAD_ENABLED}, "
+            f"called with {torch.is_grad_enabled()}"
+        )
+    for i, src, subclass, dtype, device, shape, stride, requires_grad in _TENSOR_GUARDS:
+        x = flat[i]
+        if not isinstance(x, torch.Tensor):
+            raise PythonifyGuardError(f"{src}: expected a Tensor, got {type(x).__name__}")
+        if subclass is not None and type(x) is not subclass:
+            raise PythonifyGuardError(
+                f"{src}: expected {subclass.__name__}, got {type(x).__name__}"
+            )
+        if subclass is None and _is_wrapper_subclass(x):
+            raise PythonifyGuardError(f"{src}: expected a plain Tensor, got {type(x).__name__}")
+        if x.dtype != dtype:
+            raise PythonifyGuardError(f"{src}: expected dtype {dtype}, got {x.dtype}")
+        if str(x.device) != device:
+            raise PythonifyGuardError(f"{src}: expected device {device}, got {x.device}")
+        if x.dim() != len(shape) or any(
+            s is not None and s != a for s, a in zip(shape, x.shape, strict=False)
+        ):
+            raise PythonifyGuardError(f"{src}: expected shape {shape}, got {tuple(x.shape)}")
+        for d, s in enumerate(shape):
+            if s is None and x.shape[d] < 2:
+                raise PythonifyGuardError(
+                    f"{src}: dim {d} is dynamic and was compiled for sizes >= 2, got {x.shape[d]}"
+                )
+        if stride is not None and tuple(x.stride()) != stride:
+            raise PythonifyGuardError(f"{src}: expected stride {stride}, got {tuple(x.stride())}")
+        if x.requires_grad != requires_grad:
+            raise PythonifyGuardError(
+                f"{src}: expected requires_grad={requires_grad}, got {x.requires_grad}"
+            )
+    tensor_idx = [g[0] for g in _TENSOR_GUARDS]
+    _check_aliasing(
+        [flat[i] for i in tensor_idx],
+        [INPUT_SOURCES[i] for i in tensor_idx],
+        _remap(_SAME_OBJECT, tensor_idx),
+        _remap(_SHARED_STORAGE, tensor_idx),
+    )
+
+
+def _remap(groups, idx):
+    pos = {i: n for n, i in enumerate(idx)}
+    return [[pos[i] for i in g if i in pos] for g in groups]
+
+
+def _check_aliasing(tensors, sources, same_object, shared_storage):
+    """Pairwise: the same object, or sharing storage, exactly where they were at compile time."""
+    keys = [_storage_keys(t) for t in tensors]
+    for i in range(len(tensors)):
+        for j in range(i + 1, len(tensors)):
+            was_same = any(i in g and j in g for g in same_object)
+            now_same = tensors[i] is tensors[j]
+            if now_same != was_same:
+                raise PythonifyGuardError(
+                    f"{sources[i]} and {sources[j]}: compiled as "
+                    f"{'the same tensor' if was_same else 'distinct tensors'}, "
+                    f"called with {'the same' if now_same else 'distinct'} tensors"
+                )
+            was_shared = was_same or any(i in g and j in g for g in shared_storage)
+            now_shared = bool(keys[i] & keys[j])
+            if now_shared != was_shared:
+                raise PythonifyGuardError(
+                    f"{sources[i]} and {sources[j]}: compiled "
+                    f"{'sharing' if was_shared else 'not sharing'} storage, called "
+                    f"{'sharing' if now_shared else 'not sharing'} storage"
+                )
+
+
+RUNTIME = (
+    "_as_list",
+    "_dtype",
+    "_import_type",
+    "_is_wrapper_subclass",
+    "_load_inductor_graph",
+    "_load_constants",
+    "_BOUND",
+    "bind",
+    "_bind_locals",
+    "_storage_keys",
+    "_check_guards",
+    "_remap",
+    "_check_aliasing",
+)

@@ -1,0 +1,203 @@
+"""torch's wrapper metadata as plain records, and what every wrapper model shares.
+
+AOTAutograd describes a compile with live objects (ViewAndMutationMeta, InputAliasInfo,
+OutputAliasInfo, SubclassCreationMeta, ...). The capture copies the part each wrapper's
+`post_compile` reads into the frozen records below, made of ints, bools, strings and tuples, so
+the IR can be printed, compared and serialised and the generated file cannot lean on
+process-local state. `records.py` does the copying; the wrapper models in `wrappers/` hold the
+records in their IR nodes.
+
+Also here: `IRNode`, the base of every wrapper's node; `EmitContext`, what a wrapper's `emit`
+needs to know about its neighbours; `PathFacts`, what its `paths` needs to know about the
+compile.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, ClassVar
+
+__all__ = [
+    "CUDAGraphPhase",
+    "CompiledGraph",
+    "EmitContext",
+    "FakeOutMeta",
+    "IRNode",
+    "InputInfo",
+    "MemoryFormat",
+    "NON_ALIAS_OUTPUTS",
+    "OpaqueLeaf",
+    "OutputInfo",
+    "PathFacts",
+    "PlainMeta",
+    "SubclassMeta",
+    "TensorMetaRecord",
+    "ViewOp",
+]
+
+
+@dataclass(frozen=True)
+class MemoryFormat:
+    """MemoryFormatMeta: either a named memory format or an exact size/stride."""
+
+    memory_format: str | None = None  # e.g. "torch.contiguous_format"
+    size: tuple[int, ...] | None = None  # exact size, when no named format fits
+    stride: tuple[int, ...] | None = None  # exact stride, with `size`
+
+
+@dataclass(frozen=True)
+class PlainMeta:
+    """PlainTensorMeta: a dense tensor at `unwrapped_idx` of the flat (unwrapped) list."""
+
+    unwrapped_idx: int  # position in the flat list of inner tensors
+    memory_format: MemoryFormat | None = None  # tangents only: the layout the graph expects
+
+
+@dataclass(frozen=True)
+class OpaqueLeaf:
+    """OpaqueMeta: a non-tensor attribute carried through unwrapping unchanged."""
+
+
+@dataclass(frozen=True)
+class SubclassMeta:
+    """SubclassCreationMeta: how one traceable wrapper subclass flattens and rebuilds.
+
+    `outer_size`/`outer_stride` hold None where the value is symbolic (read from the runtime
+    tensor on unwrap, taken from the flat outputs on wrap).
+    """
+
+    type_path: str  # "module:QualName", imported by the generated file
+    ctx_repr: str  # repr() of the __tensor_flatten__ context, evaluated in the file
+    attrs: tuple[tuple[str, PlainMeta | SubclassMeta | OpaqueLeaf], ...]  # inner tensors, in order
+    outer_size: tuple[int | None, ...]  # None: symbolic
+    outer_stride: tuple[int | None, ...]  # None: symbolic
+    arg_count: int  # flat leaves this subclass becomes (inner tensors + symbolic sizes)
+    included_subclass_symints: bool  # symbolic outer sizes travel as extra flat leaves
+    memory_format: MemoryFormat | None = None  # tangents only
+
+    def __post_init__(self) -> None:
+        if ":" not in self.type_path:
+            raise ValueError(f"type_path must be 'module:QualName', got {self.type_path!r}")
+        if len(self.outer_size) != len(self.outer_stride):
+            raise ValueError("outer_size and outer_stride must have one entry per dim")
+
+
+TensorMetaRecord = PlainMeta | SubclassMeta
+
+
+@dataclass(frozen=True)
+class InputInfo:
+    """InputAliasInfo, reduced to what the runtime epilogue and guards read."""
+
+    is_leaf: bool  # the caller's tensor is a leaf (a data write must hide from autograd)
+    mutates_data: bool  # the function writes the input's values
+    mutates_metadata: bool  # ... or its size/stride/offset (t_, as_strided_)
+    mutates_storage_metadata: bool  # ... or its storage (set_)
+    requires_grad: bool  # the input requires grad at compile time
+    mutated_out_of_graph: bool  # the write is applied by the runtime epilogue, not the graph
+
+
+@dataclass(frozen=True)
+class ViewOp:
+    """One entry of a ViewMeta sequence: an aten view op replayed on a base."""
+
+    op: str  # python expression of the overload, e.g. "torch.ops.aten.slice.Tensor"
+    args: tuple[Any, ...]  # positional args after the base
+    out_index: int | None = None  # for multi-output views (split, unbind)
+    kwargs: tuple[tuple[str, Any], ...] = ()  # keyword-only schema args (expand's implicit)
+
+
+# Output types that do not alias anything the runtime must regenerate.
+NON_ALIAS_OUTPUTS = ("non_alias", "unsafe_view_alias", "custom_function_view")
+
+
+@dataclass(frozen=True)
+class OutputInfo:
+    """OutputAliasInfo: how one user output relates to inputs or intermediates."""
+
+    output_type: str  # OutputType name: non_alias, alias_of_input, is_input, ...
+    base_idx: int | None  # the input or output it aliases
+    requires_grad: bool  # eager's requires_grad for the output
+    requires_grad_for_backward: bool  # its tangent reaches the backward graph
+    is_tensor: bool  # False for int/SymInt outputs
+    view_ops: tuple[ViewOp, ...] | None  # None: replay via _view_func / as_strided
+
+    def __post_init__(self) -> None:
+        if self.output_type in ("alias_of_input", "is_input") and self.base_idx is None:
+            raise ValueError(f"an {self.output_type} output needs base_idx")
+
+
+@dataclass(frozen=True)
+class FakeOutMeta:
+    """One fake (meta) output FakifiedOutWrapper hands out on its first call."""
+
+    shape: tuple[int, ...]  # the compiled graph's output size
+    stride: tuple[int, ...]  # ... and stride, which is the point of the wrapper
+    dtype: str  # e.g. "torch.float32"
+    device: str  # the real output's device (the fake lives on meta)
+
+
+@dataclass(frozen=True)
+class CompiledGraph:
+    """One compiled graph (forward, backward or inference) as source text.
+
+    `kind` is "fx" (aot_eager: the FX graph rendered as Python, one line per node annotated with
+    its seq_nr) or "inductor" (Inductor's output module embedded verbatim).
+    """
+
+    name: str  # "forward" | "backward" | "inference"
+    kind: str  # "fx" | "inductor"
+    source: str  # the graph's Python source
+    seq_nr: tuple[tuple[str, int], ...]  # node name -> seq_nr, for call_function nodes
+    grad_acc: tuple[str, ...] = ()  # backward nodes marked is_gradient_acc
+    num_inputs: int = 0  # the graph's placeholders
+    num_outputs: int = 0  # the graph's outputs (forward: returns + saved for backward)
+    # Inductor only: inputs whose alignment the compiled code assumed (cloned when misaligned)
+    # and, of those, the mutated ones whose clone is copied back after the call.
+    realign_inputs: tuple[int, ...] = ()
+    realign_writeback: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.name not in ("forward", "backward", "inference"):
+            raise ValueError(f"graph name must be forward/backward/inference, got {self.name!r}")
+        if self.kind not in ("fx", "inductor"):
+            raise ValueError(f"graph kind must be 'fx' or 'inductor', got {self.kind!r}")
+        if not set(self.realign_writeback) <= set(self.realign_inputs):
+            raise ValueError("realign_writeback must be a subset of realign_inputs")
+
+
+class CUDAGraphPhase(Enum):
+    """Which compiled graph a CUDA graph captures."""
+
+    INFERENCE = "inference"
+    FORWARD = "forward"
+    BACKWARD = "backward"
+
+
+@dataclass
+class IRNode(abc.ABC):  # noqa: B024 - abstract by intent: only the wrappers' nodes are built
+    """Base of every wrapper node. `wrapper` names the torch class it mirrors, `segment` the
+    stage of the wrapper stack it belongs to (forward_inference, autograd_assembly, dispatch,
+    cudagraph)."""
+
+    wrapper: ClassVar[str] = ""
+    segment: ClassVar[str] = ""
+
+
+@dataclass(frozen=True)
+class EmitContext:
+    """What a wrapper's `emit` needs from the rest of the file."""
+
+    inner: str  # the callable this wrapper wraps (the next wrapper in, or the compiled graph)
+    backward: str = "compiled_backward"  # what the autograd node's backward calls
+
+
+@dataclass(frozen=True)
+class PathFacts:
+    """What a wrapper's `paths` needs to know about the compile beyond its own node."""
+
+    training: bool  # the compile has a backward graph
+    forward_outputs: int = 0  # the forward graph's output count (saved-tensor slices)
+    input_ndims: dict[int, int] = field(default_factory=dict)  # tensor input -> its rank

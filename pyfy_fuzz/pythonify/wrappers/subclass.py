@@ -1,0 +1,234 @@
+"""AOTDispatchSubclassWrapper (runtime_wrappers.py): tensor subclasses around a dense graph.
+
+The compiled graph sees only plain tensors. The wrapper flattens each subclass argument into its
+inner tensors (`__tensor_flatten__`, recursively, plus its symbolic sizes and strides when they
+are dynamic) and rebuilds subclass outputs from the graph's flat outputs
+(`__tensor_unflatten__`), mirroring torch's unwrap_tensor_subclasses / wrap_tensor_subclasses.
+
+Note [Flat positions of subclass leaves]
+----------------------------------------
+A plain output names its position in the flat list (`PlainMeta.unwrapped_idx`); a subclass
+consumes the next `arg_count` leaves in order: its inner tensors, then one leaf per symbolic
+outer size, then one per symbolic outer stride. The emitted wrap code keeps one cursor for both,
+as torch does. In training, the trailing `num_fw_outs_saved_for_bw` outputs are activations:
+they stay dense and pass through after the rebuilt user outputs.
+
+The helpers for rebuilding subclasses (`emit_wrap_list`) and for a tangent's expected type and
+layout (`tangent_meta_literal`) are shared with autograd.py, whose backward does the same for
+gradients.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from .. import records as R
+from ..errors import PythonifyUnsupported
+from ..meta import (
+    EmitContext,
+    IRNode,
+    OpaqueLeaf,
+    PathFacts,
+    PlainMeta,
+    SubclassMeta,
+    TensorMetaRecord,
+)
+from ._source import Emitter, type_var
+
+__all__ = [
+    "AOTDispatchSubclassWrapperNode",
+    "FIELDS",
+    "FUNCTION",
+    "emit",
+    "emit_wrap_list",
+    "memory_format_expr",
+    "paths",
+    "record",
+    "subclass_types",
+    "tangent_meta_literal",
+]
+
+# Fields of torch's AOTDispatchSubclassWrapper that `record` reads.
+FIELDS = ("trace_joint", "maybe_subclass_meta", "num_fw_outs_saved_for_bw")
+FUNCTION = "_subclass_wrapper"
+
+
+@dataclass
+class AOTDispatchSubclassWrapperNode(IRNode):
+    """Unwraps subclass inputs to their inner tensors and rewraps graph outputs.
+
+    In training, the first outputs are user-visible and rewrapped; the trailing
+    `num_fw_outs_saved_for_bw` outputs (activations) pass through as plain tensors.
+    """
+
+    wrapper: ClassVar[str] = "AOTDispatchSubclassWrapper"
+    segment: ClassVar[str] = "forward_inference"
+    inp_metas: list[TensorMetaRecord] = field(default_factory=list)  # per graph input
+    out_metas: list[TensorMetaRecord] = field(default_factory=list)  # per forward output
+    num_fw_outs_saved_for_bw: int | None = None  # None: inference
+
+    def __post_init__(self) -> None:
+        if self.num_fw_outs_saved_for_bw is not None and self.num_fw_outs_saved_for_bw < 0:
+            raise ValueError("num_fw_outs_saved_for_bw must be >= 0")
+
+
+def record(w: Any, aot_config: Any, meta: Any) -> AOTDispatchSubclassWrapperNode | None:
+    """None when no input or output is a subclass (torch returns the function unchanged)."""
+    if getattr(meta, "act_input_indices", None):
+        raise PythonifyUnsupported("AOTDispatchSubclassWrapper act_input_indices (async tensors)")
+    if w.maybe_subclass_meta is None:
+        return None
+    return AOTDispatchSubclassWrapperNode(
+        inp_metas=[R.tensor_meta(m) for m in meta.subclass_inp_meta],
+        out_metas=[R.tensor_meta(m) for m in meta.subclass_fw_graph_out_meta],
+        num_fw_outs_saved_for_bw=w.num_fw_outs_saved_for_bw,
+    )
+
+
+def subclass_types(metas: list[TensorMetaRecord]) -> set[str]:
+    """Every subclass type (nested ones too) the generated file must import for `metas`."""
+    found: set[str] = set()
+
+    def walk(m: TensorMetaRecord | OpaqueLeaf) -> None:
+        if isinstance(m, SubclassMeta):
+            found.add(m.type_path)
+            for _, a in m.attrs:
+                walk(a)
+
+    for m in metas:
+        walk(m)
+    return found
+
+
+# --------------------------------------------------------------------------- emit
+
+
+def _attr(var: str, attr: str) -> str:
+    return f"{var}.{attr}" if attr.isidentifier() else f"getattr({var}, {attr!r})"
+
+
+def _emit_unwrap(e: Emitter, meta: SubclassMeta, var: str, dst: str) -> None:
+    """Note [Flat positions of subclass leaves]: inner tensors, then symbolic sizes, strides."""
+    for attr, am in meta.attrs:
+        if isinstance(am, SubclassMeta):
+            inner = e.fresh("_inner")
+            e.emit(f"{inner} = {_attr(var, attr)}")
+            _emit_unwrap(e, am, inner, dst)
+        else:
+            e.emit(f"{dst}.append({_attr(var, attr)})")
+    for i, s in enumerate(meta.outer_size):
+        if s is None:
+            e.emit(f"{dst}.append({var}.size()[{i}])")
+    for i, s in enumerate(meta.outer_stride):
+        if s is None:
+            e.emit(f"{dst}.append({var}.stride()[{i}])")
+
+
+def _emit_wrap(e: Emitter, meta: SubclassMeta, src: str, cursor: list[int]) -> str:
+    entries = []
+    for attr, am in meta.attrs:
+        if isinstance(am, SubclassMeta):
+            entries.append(f"{attr!r}: {_emit_wrap(e, am, src, cursor)}")
+        else:
+            entries.append(f"{attr!r}: {src}[{cursor[0]}]")
+            cursor[0] += 1
+
+    def dims(vals: tuple[int | None, ...]) -> str:
+        parts = []
+        for v in vals:
+            if v is None:
+                parts.append(f"{src}[{cursor[0]}]")
+                cursor[0] += 1
+            else:
+                parts.append(repr(v))
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+    size = dims(meta.outer_size)
+    stride = dims(meta.outer_stride)
+    out = e.fresh("_wrapped")
+    e.emit(
+        f"{out} = {type_var(meta.type_path)}.__tensor_unflatten__("
+        f"{{{', '.join(entries)}}}, {meta.ctx_repr}, {size}, {stride})"
+    )
+    return out
+
+
+def emit_wrap_list(e: Emitter, metas: list[TensorMetaRecord], src: str) -> tuple[list[str], int]:
+    """Mirror of wrap_tensor_subclasses: plain outputs by index, subclasses consume in order.
+
+    Returns the expressions of the rebuilt values and how many flat leaves they used.
+    """
+    cursor = [0]
+    exprs: list[str] = []
+    tallied = 0
+    for m in metas:
+        if isinstance(m, PlainMeta):
+            exprs.append(f"{src}[{m.unwrapped_idx}]")
+            cursor[0] = max(cursor[0], m.unwrapped_idx + 1)
+            tallied += 1
+        else:
+            exprs.append(_emit_wrap(e, m, src, cursor))
+            tallied += m.arg_count
+    return exprs, tallied
+
+
+def memory_format_expr(m: TensorMetaRecord) -> str:
+    """The (format, size, stride) triple the file's tangent coercion reads, as source."""
+    mf = m.memory_format
+    if mf is None:
+        return "None"
+    if mf.memory_format is not None:
+        return f"({mf.memory_format}, None, None)"
+    return f"(None, {mf.size!r}, {mf.stride!r})"
+
+
+def tangent_meta_literal(m: TensorMetaRecord) -> str:
+    """(subclass type or None, memory format, [(attr, meta)] or None), as source."""
+    if isinstance(m, PlainMeta):
+        return f"(None, {memory_format_expr(m)}, None)"
+    attrs = ", ".join(
+        f"({a!r}, {'None' if isinstance(am, OpaqueLeaf) else tangent_meta_literal(am)})"
+        for a, am in m.attrs
+    )
+    return f"({type_var(m.type_path)}, {memory_format_expr(m)}, [{attrs}])"
+
+
+def emit(node: AOTDispatchSubclassWrapperNode, ctx: EmitContext) -> str:
+    e = Emitter()
+    e.emit("unwrapped = []")
+    for i, m in enumerate(node.inp_metas):
+        if isinstance(m, PlainMeta):
+            e.emit(f"unwrapped.append(args[{i}])")
+            continue
+        var = e.fresh("_arg")
+        tv = type_var(m.type_path)
+        e.emit(f"{var} = args[{i}]")
+        e.emit(f"if type({var}) is not {tv}:")
+        e.emit(f"    raise AssertionError(f'expected {{{tv}}}, got {{type({var})}}')")
+        _emit_unwrap(e, m, var, "unwrapped")
+    e.emit(f"unwrapped.extend(args[{len(node.inp_metas)}:])")
+    e.emit(f"outs = {ctx.inner}(unwrapped)")
+    exprs, tallied = emit_wrap_list(e, node.out_metas, "outs")
+    result = "[" + ", ".join(exprs) + "]"
+    if node.num_fw_outs_saved_for_bw is not None:
+        e.emit(f"return {result} + list(outs[{tallied}:])")
+    else:
+        e.emit(f"return {result}")
+    body = "\n".join(e.lines)
+    return f'''def _subclass_wrapper(args):
+    """AOTDispatchSubclassWrapper: unwrap subclass inputs into their inner tensors (and
+    symbolic sizes), run the dense graph, rebuild subclass outputs. Trailing outputs saved for
+    backward ({node.num_fw_outs_saved_for_bw}) stay dense."""
+{body}'''
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def paths(node: AOTDispatchSubclassWrapperNode, facts: PathFacts) -> list[str]:
+    out = ["subclass/backward" if facts.training else "subclass/forward"]
+    metas = [*node.inp_metas, *node.out_metas]
+    if any(isinstance(m, SubclassMeta) and m.included_subclass_symints for m in metas):
+        out.append("subclass/dynamic")
+    return out

@@ -1,0 +1,163 @@
+"""The wrapper models' shape: one module per wrapper, each complete, its runtime real code.
+
+These are the properties a reader relies on when opening `wrappers/<name>.py` beside torch's
+runtime_wrappers.py: the node is defined there, `record`/`emit`/`paths` exist, the fields it
+reads exist on the installed torch's class, and the runtime helpers copied into the generated
+file use nothing the file does not define.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import types
+
+import pytest
+
+from pyfy_fuzz.pythonify import _compat, file_runtime, wrappers
+from pyfy_fuzz.pythonify.gen_python import header
+from pyfy_fuzz.pythonify.meta import IRNode
+from pyfy_fuzz.pythonify.wrappers import cudagraph
+from pyfy_fuzz.pythonify.wrappers._source import runtime_source
+
+# The order the issue and torch's wrapper audit give.
+ORDER = [
+    "dedupe",
+    "synthetic_base",
+    "runtime",
+    "autograd",
+    "subclass",
+    "effect_tokens",
+    "rng",
+    "fakified_out",
+    "debug_assert",
+    "cudagraph",
+]
+
+
+def _short(m: types.ModuleType) -> str:
+    return m.__name__.rsplit(".", 1)[-1]
+
+
+def test_one_module_per_wrapper_in_torchs_order() -> None:
+    assert [_short(m) for m in wrappers.MODULES] == ORDER
+
+
+@pytest.mark.parametrize("module", wrappers.MODULES, ids=_short)
+def test_each_module_holds_its_node_and_its_model(module: types.ModuleType) -> None:
+    nodes = [
+        v
+        for v in vars(module).values()
+        if isinstance(v, type)
+        and issubclass(v, IRNode)
+        and v is not IRNode
+        and v.__module__ == module.__name__
+    ]
+    assert len(nodes) == 1, "exactly one IR node is defined per wrapper module"
+    (node,) = nodes
+    assert node.wrapper and node.segment
+    assert callable(module.paths)
+    if module is not cudagraph:
+        for name in ("record", "emit", "FUNCTION", "__all__"):
+            assert hasattr(module, name), f"{module.__name__} lacks {name}"
+    assert sorted(module.__all__) == sorted(
+        n for n, v in vars(module).items() if not n.startswith("_") and n in module.__all__
+    )
+    for name in module.__all__:
+        assert hasattr(module, name), f"{module.__name__}.__all__ names missing {name}"
+
+
+def test_fields_read_exist_on_the_installed_torch() -> None:
+    classes = _compat.wrapper_classes(tuple(wrappers.POST_COMPILE_FIELDS))
+    for name, fields in wrappers.POST_COMPILE_FIELDS.items():
+        cls = classes[name]
+        names = set(getattr(cls, "__dataclass_fields__", {})) | set(dir(cls))
+        missing = [f for f in fields if f not in names]
+        assert not missing, f"{name} no longer has {missing}"
+
+
+def test_a_renamed_field_fails_with_the_wrapper_and_field_named() -> None:
+    class Renamed:
+        keep_arg_mask = [True]
+
+    with pytest.raises(Exception, match=r"AOTDedupeWrapper has no field 'add_dupe_map'"):
+        _compat.check_fields("AOTDedupeWrapper", Renamed(), wrappers.dedupe.FIELDS)
+
+
+def _emitted_modules() -> list[tuple[types.ModuleType, tuple[str, ...]]]:
+    out = [(file_runtime, file_runtime.RUNTIME)]
+    out += [(m, m.RUNTIME) for m in wrappers.MODULES if getattr(m, "RUNTIME", ())]
+    names = (
+        *cudagraph._RUNTIME_COMMON,
+        *cudagraph._RUNTIME_EMULATION,
+        *cudagraph._RUNTIME_RUNNER,
+    )
+    return [*out, (cudagraph, names)]
+
+
+def _free_names(tree: ast.AST) -> set[str]:
+    """Names read in `tree` that it does not bind itself (coarse: any binding anywhere)."""
+    bound: set[str] = set()
+    read: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return read - bound
+
+
+# Names the generated file defines outside the runtime helpers (header, guard and entry
+# sections, the fakified-out wrapper's state).
+_FILE_NAMES = {
+    "ARG_NAMES",
+    "IS_MODULE",
+    "INPUT_SOURCES",
+    "_GRAD_ENABLED",
+    "_TENSOR_GUARDS",
+    "_SAME_OBJECT",
+    "_SHARED_STORAGE",
+}
+
+
+def test_runtime_helpers_use_only_what_the_generated_file_defines() -> None:
+    """Note [Runtime helpers are real code]: torch, the header's imports, other helpers, the
+    file's own tables; no annotations (the file does not import typing)."""
+    head = ast.parse(header_stub())
+    header_names = {
+        (a.asname or a.name).split(".")[0] for n in ast.walk(head) for a in getattr(n, "names", [])
+    }
+    header_names |= {n.name for n in ast.walk(head) if isinstance(n, ast.ClassDef)}
+    emitted = [(m, n) for m, names in _emitted_modules() for n in names]
+    helper_names = {n for _, n in emitted}
+    allowed = set(dir(builtins)) | header_names | helper_names | _FILE_NAMES
+    for module, name in emitted:
+        tree = ast.parse(runtime_source(module, (name,)))
+        unknown = _free_names(tree) - allowed
+        assert not unknown, f"{module.__name__}.{name} uses {sorted(unknown)}"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef):
+                annotated = [a.arg for a in node.args.args if a.annotation is not None]
+                assert not annotated and node.returns is None, f"{name} is annotated"
+
+
+def header_stub() -> str:
+    """The generated file's header for an empty IR (imports and PythonifyGuardError)."""
+    ir = types.SimpleNamespace(header={}, graphs={}, active_wrappers=lambda: [])
+    return header(ir)  # type: ignore[arg-type]
+
+
+def test_emitted_helpers_are_the_modules_own_code() -> None:
+    """What the file gets is the function's source, not a copy kept elsewhere."""
+    for module, names in _emitted_modules():
+        for name in names:
+            obj = getattr(module, name)
+            if inspect.isfunction(obj) or inspect.isclass(obj):
+                assert inspect.getsource(obj).strip() in runtime_source(module, (name,))
