@@ -12,6 +12,12 @@ from ._calls import diff_aliasing
 from .evidence import Evidence
 from .finding import Finding
 
+__all__ = [
+    "NAME",
+    "check",
+    "probe_diffs",
+]
+
 NAME = "aliasing"
 
 

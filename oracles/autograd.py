@@ -9,6 +9,11 @@ from ._calls import PairContext, diff_autograd, probe_write_differs
 from .evidence import Evidence
 from .finding import Finding
 
+__all__ = [
+    "NAME",
+    "check",
+]
+
 NAME = "autograd"
 
 

@@ -18,6 +18,14 @@ from pyfy_fuzz.observe import ExcObs
 
 from .evidence import Evidence
 
+__all__ = [
+    "BY_DESIGN",
+    "ByDesign",
+    "as_markdown",
+    "excuse",
+    "refused_by_design",
+]
+
 
 @dataclass(frozen=True)
 class ByDesign:

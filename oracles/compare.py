@@ -12,6 +12,11 @@ import torch
 
 from pyfy_fuzz.observe import TensorObs, bitwise_equal
 
+__all__ = [
+    "diff_tensor",
+    "values_close",
+]
+
 _TOL = {
     torch.float16: (1e-3, 1e-5),
     torch.bfloat16: (1.6e-2, 1e-5),

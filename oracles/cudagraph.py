@@ -19,6 +19,11 @@ from .compare import diff_tensor
 from .evidence import Evidence
 from .finding import Finding
 
+__all__ = [
+    "NAME",
+    "check",
+]
+
 NAME = "cudagraph"
 
 

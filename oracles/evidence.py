@@ -8,6 +8,10 @@ from typing import Any
 
 from pyfy_fuzz.observe import SubjectObs
 
+__all__ = [
+    "Evidence",
+]
+
 
 @dataclass
 class Evidence:

@@ -17,6 +17,11 @@ from .by_design import refused_by_design
 from .evidence import Evidence
 from .finding import Finding
 
+__all__ = [
+    "NAME",
+    "check",
+]
+
 NAME = "exceptions"
 
 

@@ -11,6 +11,14 @@ from pyfy_fuzz.schema.paths import signature_paths
 
 from .identity import identity_type
 
+__all__ = [
+    "CAMPAIGN_KINDS",
+    "CAMPAIGN_SUBJECTS",
+    "Finding",
+    "KINDS",
+    "SUBJECTS",
+]
+
 KINDS = ("compile-divergence", "pythonify-divergence", "crash", "guard-unsound")
 # What only a campaign can see: a case that killed its worker, outlived its time limit, or made
 # pyfy-fuzz itself raise. Oracles never produce these.

@@ -8,6 +8,11 @@ from ._calls import diff_grads
 from .evidence import Evidence
 from .finding import Finding
 
+__all__ = [
+    "NAME",
+    "check",
+]
+
 NAME = "grads"
 
 

@@ -32,6 +32,13 @@ from .evidence import Evidence
 from .finding import Finding
 from .identity import aspect_of
 
+__all__ = [
+    "GUARD_ERROR",
+    "NAME",
+    "REUSED_ALIASING",
+    "check",
+]
+
 NAME = "guards"
 GUARD_ERROR = "PythonifyGuardError"
 

@@ -12,6 +12,11 @@ from .by_design import excuse
 from .evidence import Evidence
 from .finding import Finding
 
+__all__ = [
+    "NAME",
+    "check",
+]
+
 NAME = "mutation"
 
 

@@ -8,6 +8,11 @@ from ._calls import diff_outputs
 from .evidence import Evidence
 from .finding import Finding
 
+__all__ = [
+    "NAME",
+    "check",
+]
+
 NAME = "outputs"
 
 

@@ -24,6 +24,15 @@ from .evidence import Evidence
 from .finding import Finding
 from .identity import aspect_of
 
+__all__ = [
+    "NAME",
+    "check",
+    "file_vs_compile",
+    "invariants",
+    "mapping_kind",
+    "order_vs_eager",
+]
+
 NAME = "seq_nr"
 
 

@@ -7,6 +7,8 @@ programs, runs them through eager, ``torch.compile`` and the pythonified file, a
 
 import warnings as _warnings
 
+__all__: list[str] = []
+
 __version__ = "0.1.0"
 
 # torch's CPU wheel warns that numpy is missing when some submodules load; nothing here needs

@@ -8,6 +8,10 @@ import os
 import tempfile
 from pathlib import Path
 
+__all__ = [
+    "atomic_write",
+]
+
 
 def atomic_write(path: Path, data: str | bytes) -> None:
     """Temp file in the same directory, flushed and fsynced, then renamed over `path`."""

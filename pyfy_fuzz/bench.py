@@ -36,6 +36,28 @@ from tabulate import tabulate
 from generators import FAMILIES, ProgramSpec, programs
 from pyfy_fuzz.procstat import TreeSample, machine, sample_until_exit
 
+__all__ = [
+    "BenchConfig",
+    "CLOCK",
+    "INDUCTOR_CACHE",
+    "TARGETS",
+    "WARMUP_SHARE",
+    "WINDOW_SHARE",
+    "Workers",
+    "bare",
+    "campaign_rss",
+    "draw",
+    "measure_overhead",
+    "mix",
+    "overhead_one",
+    "overhead_table",
+    "program_set",
+    "render",
+    "rss_metrics",
+    "run_bench",
+    "summarize_overhead",
+]
+
 TARGETS = {"cases_per_min": 400.0, "overhead_ratio": 1.2, "rss_growth": 0.20}
 WARMUP_SHARE, WINDOW_SHARE = 0.2, 0.1  # of the RSS campaign's budget: 2 and 1 min of 10
 INDUCTOR_CACHE = (

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import re
 
+__all__ = [
+    "format_duration",
+    "parse_budget",
+]
+
 _UNITS = {"h": 3600, "m": 60, "s": 1}
 _BUDGET = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 

@@ -39,6 +39,20 @@ from .progress import make_progress
 from .streams import Streams
 from .worker import WorkerConfig
 
+__all__ = [
+    "Campaign",
+    "CampaignConfig",
+    "CampaignResult",
+    "MAX_SHRINKS_PER_COARSE",
+    "NewFinding",
+    "PHASE_SUBJECT",
+    "REPRO_TIMEOUT_S",
+    "REPRO_WAIT_S",
+    "Stats",
+    "combine_coverage",
+    "run_campaign",
+]
+
 PHASE_SUBJECT = {
     None: "pyfy-fuzz",
     "materialize": "eager",

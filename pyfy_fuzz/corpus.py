@@ -36,6 +36,19 @@ from oracles.identity import KnownBug, KnownBugs
 
 from .atomic import atomic_write
 
+__all__ = [
+    "CASE",
+    "Corpus",
+    "CorpusError",
+    "Entry",
+    "FORMAT",
+    "OLD_FORMATS",
+    "Problem",
+    "environment",
+    "now_iso",
+    "staging_name",
+]
+
 # 2: signatures are bug identities (oracles/identity.py): "coarse" and "identity" added, and
 # severity / title / difference for the report. Format 1 entries are migrated by
 # `pyfy-fuzz migrate`, never read as if they were current.

@@ -14,6 +14,11 @@ from generators import render, spec_from_dict
 from ._repro_check import first_difference
 from .repro import render_repro, title
 
+__all__ = [
+    "entry_files",
+    "readme",
+]
+
 _WHO = {
     "torch": "a bug in torch (torch.compile differs from eager, or torch crashed)",
     "pythonify": "a bug in pyfy-fuzz's bundled pythonify generator",

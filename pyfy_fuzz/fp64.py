@@ -16,6 +16,11 @@ import torch
 import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
+__all__ = [
+    "fp64_fn",
+    "to_fp64",
+]
+
 
 def to_fp64(args: tuple[Any, ...]) -> tuple[Any, ...]:
     storages: dict[int, torch.UntypedStorage] = {}

@@ -19,6 +19,13 @@ from typing import Any
 from .atomic import atomic_write
 from .schema.paths import ALL_PATHS
 
+__all__ = [
+    "FORMAT",
+    "History",
+    "HistoryError",
+    "entry_for",
+]
+
 FORMAT = 1
 
 

@@ -27,6 +27,26 @@ import torch
 import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
+__all__ = [
+    "AliasObs",
+    "CallObs",
+    "ExcObs",
+    "ProbeObs",
+    "SubjectObs",
+    "Target",
+    "TensorObs",
+    "autograd_order",
+    "bitwise_equal",
+    "mutation_probe",
+    "named_inputs",
+    "observe_call",
+    "observe_subject",
+    "tensor_obs",
+    "torch_frame",
+    "unwrap_exception",
+    "version_probe",
+]
+
 # ---------------------------------------------------------------------------- records
 
 

@@ -28,6 +28,13 @@ from typing import Any
 
 from .worker import WorkerConfig, rss_bytes
 
+__all__ = [
+    "Died",
+    "Event",
+    "Pool",
+    "WorkerStartError",
+]
+
 _CONTEXT: Any = None
 
 

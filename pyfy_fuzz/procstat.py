@@ -13,6 +13,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+__all__ = [
+    "PAGE",
+    "ProcInfo",
+    "TICK",
+    "TreeSample",
+    "machine",
+    "machine_busy",
+    "process_tree",
+    "sample_until_exit",
+]
+
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

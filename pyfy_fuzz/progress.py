@@ -11,6 +11,12 @@ from typing import Any, Protocol
 
 from .budget import format_duration
 
+__all__ = [
+    "Progress",
+    "make_progress",
+    "status_line",
+]
+
 
 class Progress(Protocol):
     def start(self) -> None: ...

@@ -30,6 +30,14 @@ from .corpus import CASE, Corpus, Entry, Problem
 from .pool import Died, Pool
 from .worker import WorkerConfig
 
+__all__ = [
+    "ReplayOutcome",
+    "ReplayReport",
+    "collect",
+    "replay",
+    "run_specs",
+]
+
 
 @dataclass
 class ReplayOutcome:

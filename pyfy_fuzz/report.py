@@ -44,20 +44,21 @@ from .triage_view import (
 )
 
 __all__ = [
-    "ReportError",
+    "difference_of",
     "FindingsError",
-    "RunSummary",
-    "PathRow",
-    "load_runs",
+    "latest_coverage",
     "load_findings",
+    "load_runs",
     "path_rows",
-    "render_text",
-    "render_markdown",
+    "PathRow",
     "render_html",
-    "write_report",
+    "render_markdown",
+    "render_text",
+    "ReportError",
+    "RunSummary",
     "severity_of",
     "title_of",
-    "difference_of",
+    "write_report",
 ]
 
 _REQUIRED = ("cases", "elapsed_s", "findings", "wrapper_hits")

@@ -42,6 +42,16 @@ from . import _repro_helpers as H
 from ._repro_check import Check, first_difference, leaf, read_check
 from ._repro_inputs import inputs_source
 
+__all__ = [
+    "BACKENDS",
+    "FINDING_KEYS",
+    "MAX_LINES",
+    "check_repro",
+    "render_repro",
+    "repro_record",
+    "title",
+]
+
 BACKENDS = ("aot_eager", "inductor")
 MAX_LINES = 80  # a repro longer than this is no longer something one pastes into an issue
 FINDING_KEYS = ("kind", "oracle", "subject")

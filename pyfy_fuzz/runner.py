@@ -44,6 +44,15 @@ from .subjects import (
     torch_compile_target,
 )
 
+__all__ = [
+    "BACKENDS",
+    "CaseResult",
+    "DEVICES",
+    "PURE_OPS",
+    "dead_statements",
+    "run_case",
+]
+
 BACKENDS = ("aot_eager", "inductor")
 DEVICES = ("cpu", "cuda")
 

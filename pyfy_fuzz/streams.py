@@ -17,6 +17,12 @@ from pathlib import Path
 
 from .atomic import atomic_write
 
+__all__ = [
+    "Streams",
+    "parse_shard",
+    "stream_seed",
+]
+
 
 def parse_shard(text: str) -> tuple[int, int]:
     """'K/N' with 1 <= K <= N; ValueError with a message fit for a command line."""

@@ -25,6 +25,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+__all__ = [
+    "TLPARSE_DIR",
+    "TLPARSE_NOTICE",
+    "TRACE_DIR",
+    "TRACE_PREFIX",
+    "find_tlparse",
+    "log",
+    "structured_trace",
+    "tlparse_index",
+    "trace_logs",
+]
+
 log = logging.getLogger(__name__)
 
 #: The file name prefix torch gives a structured trace (``LOG_PREFIX`` in torch 2.13).

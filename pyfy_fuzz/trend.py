@@ -14,6 +14,10 @@ import datetime as dt
 import io
 from typing import Any
 
+__all__ = [
+    "trend_png",
+]
+
 
 def _night(entry: dict[str, Any], index: int) -> str:
     when = entry.get("finished_at")

@@ -41,22 +41,28 @@ from oracles.identity import SEVERITIES
 from .corpus import FORMAT, OLD_FORMATS
 
 __all__ = [
-    "SEVERITIES",
-    "FindingsError",
+    "CASE",
+    "difference_of",
+    "entry_from_case",
+    "F_MAX_LINES",
+    "FALLBACK_LINES",
     "FindingEntry",
     "FindingGroup",
     "Findings",
-    "severity_of",
-    "title_of",
-    "difference_of",
-    "repro_f",
-    "entry_from_case",
+    "FINDINGS_CSS",
+    "FindingsError",
+    "FORMATS",
     "group_entries",
     "load_findings",
-    "render_findings_text",
-    "render_findings_markdown",
     "render_findings_html",
-    "FINDINGS_CSS",
+    "render_findings_markdown",
+    "render_findings_text",
+    "repro_f",
+    "SEVERITIES",
+    "severity_of",
+    "TEXT_F_LINES",
+    "TEXT_WIDTH",
+    "title_of",
 ]
 
 CASE = "case.json"

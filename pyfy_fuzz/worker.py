@@ -45,6 +45,16 @@ from .runner import run_case
 from .subjects import BundledPythonify, PythonifyImpl
 from .trace import TRACE_DIR, structured_trace, tlparse_index
 
+__all__ = [
+    "HYPOTHESIS_SHARE",
+    "HYPOTHESIS_SHRINK_CASES",
+    "WorkerConfig",
+    "coverage_include",
+    "main",
+    "make_impl",
+    "rss_bytes",
+]
+
 
 @dataclass
 class WorkerConfig:

@@ -13,7 +13,13 @@ from typing import Any
 
 from .common import Commands, check_device, check_impl, check_json_path, cli_error, worker_count
 
-__all__ = ["register", "cmd_run", "print_summary", "run_and_summarise"]
+__all__ = [
+    "cmd_run",
+    "ORACLE_WIDTH",
+    "print_summary",
+    "register",
+    "run_and_summarise",
+]
 
 
 ORACLE_WIDTH = 12

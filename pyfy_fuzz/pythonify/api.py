@@ -19,6 +19,12 @@ from .graph_render import FxNodeMeta
 from .ir import PythonifyIR
 from .pipeline import build_ir
 
+__all__ = [
+    "PythonifyResult",
+    "load",
+    "pythonify",
+]
+
 
 @dataclass
 class PythonifyResult:

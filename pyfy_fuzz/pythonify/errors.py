@@ -8,6 +8,11 @@ the assumptions it was compiled under (the file's analogue of a Dynamo guard fai
 
 from __future__ import annotations
 
+__all__ = [
+    "PythonifyGuardError",
+    "PythonifyUnsupported",
+]
+
 
 class PythonifyUnsupported(Exception):
     """The program uses a construct the generator does not model; the message names it."""

@@ -16,7 +16,13 @@ import torch
 
 from .errors import PythonifyGuardError
 
-__all__ = ["RUNTIME"]
+__all__ = [
+    "ARG_NAMES",
+    "bind",
+    "INPUT_SOURCES",
+    "IS_MODULE",
+    "RUNTIME",
+]
 
 # --------------------------------------------------------------------------- defined by the file
 # The generated file's guard and entry sections define these; declared here (never emitted) so

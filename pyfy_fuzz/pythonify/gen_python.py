@@ -15,7 +15,11 @@ from .meta import EmitContext
 from .wrappers import cudagraph
 from .wrappers._source import runtime_source, type_var
 
-__all__ = ["generate"]
+__all__ = [
+    "generate",
+    "header",
+    "helpers",
+]
 
 
 def _triple_quoted(src: str) -> str:

@@ -20,6 +20,16 @@ import torch.fx
 from .errors import PythonifyUnsupported
 from .ir import CompiledGraph
 
+__all__ = [
+    "FxNodeMeta",
+    "RenderContext",
+    "arg_expr",
+    "fx_node_meta",
+    "render_fx",
+    "seq_nr_table",
+    "target_expr",
+]
+
 
 @dataclass
 class RenderContext:

@@ -15,6 +15,10 @@ import torch
 import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
+__all__ = [
+    "clone_preserving_aliasing",
+]
+
 
 class _Copier:
     def __init__(self) -> None:

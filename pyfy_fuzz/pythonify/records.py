@@ -24,6 +24,17 @@ from .meta import (
     ViewOp,
 )
 
+__all__ = [
+    "fake_out_metas",
+    "input_infos",
+    "memory_format",
+    "output_infos",
+    "slice_pair",
+    "tensor_meta",
+    "type_path",
+    "view_ops",
+]
+
 
 def type_path(cls: type) -> str:
     """'module:QualName' for a class the generated file must import."""

@@ -31,6 +31,14 @@ from pyfy_fuzz.pythonify.ir import (
 )
 from pyfy_fuzz.subjects.impl import BundledPythonify, Produced
 
+__all__ = [
+    "BY_NAME",
+    "Edit",
+    "MUTANTS",
+    "Mutant",
+    "MutantPythonify",
+]
+
 
 @dataclass(frozen=True)
 class Edit:

@@ -25,6 +25,14 @@ from typing import Any
 
 from .mutants import Mutant, MutantPythonify
 
+__all__ = [
+    "IMPL_MODULE",
+    "MutantResult",
+    "confirm",
+    "run_mutant",
+    "run_selftest",
+]
+
 IMPL_MODULE = "pyfy_fuzz.selftest.mutants"
 
 

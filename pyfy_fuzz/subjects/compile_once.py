@@ -18,6 +18,12 @@ from pyfy_fuzz.observe import ExcObs, _tail
 
 from .impl import Produced, PythonifyImpl
 
+__all__ = [
+    "CompileOnce",
+    "compile_once",
+    "plain_compile",
+]
+
 
 @dataclass
 class CompileOnce:

@@ -6,6 +6,10 @@ from typing import Any
 
 from pyfy_fuzz.observe import Target
 
+__all__ = [
+    "eager_target",
+]
+
 
 def eager_target(program: Any) -> Target:
     fn = program.make_fn()

@@ -12,6 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+__all__ = [
+    "BundledPythonify",
+    "PluginUnavailable",
+    "Produced",
+    "PythonifyImpl",
+    "TorchPythonify",
+    "torch_has_pythonify",
+]
+
 
 @dataclass
 class Produced:

@@ -6,6 +6,12 @@ from typing import Any
 
 from pyfy_fuzz.observe import Target
 
+__all__ = [
+    "RUNNERS",
+    "guarded_inputs",
+    "pythonified_target",
+]
+
 RUNNERS = ("_cudagraph_inference", "_cudagraph_forward", "_cudagraph_backward")
 
 

@@ -6,6 +6,10 @@ from pyfy_fuzz.observe import Target
 
 from .compile_once import CompileOnce
 
+__all__ = [
+    "torch_compile_target",
+]
+
 
 def torch_compile_target(once: CompileOnce) -> Target:
     return Target("torch.compile", once.compiled, once.compiled_module)

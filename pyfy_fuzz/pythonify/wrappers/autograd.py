@@ -46,12 +46,14 @@ from .subclass import emit_wrap_list, memory_format_expr, tangent_meta_literal
 
 __all__ = [
     "AOTAutogradWrapperNode",
+    "emit",
     "FIELDS",
     "FUNCTION",
-    "RUNTIME",
-    "emit",
     "paths",
     "record",
+    "RUNTIME",
+    "saved_tensor_indices",
+    "Slice",
 ]
 
 # Fields of torch's AOTDispatchAutogradCompileSpec that `record` reads.

@@ -1,0 +1,159 @@
+"""Capture: one torch.compile whose backend records everything pythonify needs.
+
+The same compile produces the reference callable (`Capture.compiled`) and the records, so the
+generated file and torch.compile can only disagree where the generator models a wrapper
+differently, which is what the fuzzer looks for.
+
+    result.py     Capture, graph input records and snapshots
+    recorder.py   the post_compile patches (each wrapper's `record`, wrappers/) and graphs
+    dynamo.py     the Dynamo front-end (torch.compile with a recording backend)
+    aot.py        the AOT front-end (aot_function / compile_fx)
+    refusals.py   hooks outside the graph, refused
+    exprs.py      source expressions for argument paths and return structures
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+
+from ..errors import PythonifyUnsupported
+from ..inputs import clone_preserving_aliasing
+from .aot import capture_aot
+from .dynamo import bind_names, capture_dynamo
+from .exprs import path_expr
+from .recorder import Recorder, render_graphs
+from .refusals import hook_counts, refuse_backward_module_hooks, refuse_input_hooks
+from .result import BACKENDS, FRONTENDS, Capture, GraphInputRecord, InputSnapshot, snapshot
+
+__all__ = [
+    "BACKENDS",
+    "FRONTENDS",
+    "Capture",
+    "GraphInputRecord",
+    "InputSnapshot",
+    "capture",
+    "snapshot",
+]
+
+
+def capture(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    *,
+    backend: str,
+    frontend: str,
+    dynamic: bool,
+    mode: str | None,
+) -> Capture:
+    """Compile `fn` once on copies of `args` and record the wrapper stack."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if frontend not in FRONTENDS:
+        raise ValueError(f"frontend must be one of {FRONTENDS}, got {frontend!r}")
+    if mode not in (None, "default", "reduce-overhead"):
+        raise ValueError(f"mode must be None, 'default' or 'reduce-overhead', got {mode!r}")
+    is_module = isinstance(fn, torch.nn.Module)
+    if isinstance(fn, torch.nn.Module):
+        refuse_backward_module_hooks(fn)
+    arg_names = bind_names(fn, is_module)
+    if len(args) != len(arg_names):
+        raise ValueError(f"fn takes {len(arg_names)} arguments ({arg_names}), got {len(args)}")
+    copies = clone_preserving_aliasing(args)
+    arg_leaves = _arg_leaves(arg_names, copies)
+    rec = Recorder()
+    rng = torch.random.get_rng_state()
+    grad_enabled = torch.is_grad_enabled()
+    fconfig = torch._functorch.config
+    patches: dict[str, Any] = dict(
+        force_non_lazy_backward_lowering=True, enable_autograd_cache=False
+    )
+    module_state = _save_module_state(fn) if isinstance(fn, torch.nn.Module) else []
+    hooks_before = hook_counts(fn)
+    try:
+        with rec.hooks(), fconfig.patch(**patches), _inductor_cache_off(backend):
+            if frontend == "dynamo":
+                compiled, inputs, out_expr = capture_dynamo(
+                    fn, copies, rec, backend, dynamic, is_module
+                )
+            else:
+                if is_module:
+                    raise PythonifyUnsupported(
+                        "frontend='aot' with an nn.Module", "pass a function"
+                    )
+                compiled, inputs, out_expr = capture_aot(
+                    fn, copies, rec, backend, dynamic, arg_names
+                )
+    finally:
+        torch.random.set_rng_state(rng)
+        torch.set_grad_enabled(grad_enabled)
+        _restore_module_state(module_state)
+    refuse_input_hooks(arg_names, copies, fn, hooks_before)
+    cap = Capture(
+        backend=backend,
+        frontend=frontend,
+        dynamic=dynamic,
+        mode=mode,
+        device=_device_of(copies),
+        compiled=compiled,
+        inputs=inputs,
+        output_expr=out_expr,
+        arg_names=arg_names,
+        is_module=is_module,
+        wrappers=rec.wrappers,
+        render=rec.render,
+        grad_enabled=grad_enabled,
+        arg_leaves=arg_leaves,
+    )
+    cap.graphs = render_graphs(rec)
+    training = "AOTDispatchAutograd" in rec.wrappers
+    cap.fx_meta = {(role if training else "inference"): m for role, m in rec.fx_meta.items()}
+    if "RuntimeWrapper" not in rec.wrappers:
+        raise PythonifyUnsupported("a program without a compiled graph", "nothing was compiled")
+    cap.static_input_indices = rec.static_input_indices
+    return cap
+
+
+def _save_module_state(m: torch.nn.Module) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The capture run executes fn once; undo what it does to parameters and buffers."""
+    with torch.no_grad():
+        return [(t, t.detach().clone()) for t in [*m.parameters(), *m.buffers()]]
+
+
+def _restore_module_state(saved: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    with torch.no_grad():
+        for t, v in saved:
+            if t.shape == v.shape:
+                t.copy_(v)
+
+
+@contextlib.contextmanager
+def _inductor_cache_off(backend: str) -> Iterator[None]:
+    if backend != "inductor":
+        yield
+        return
+    import torch._inductor.config as iconfig
+
+    with iconfig.patch(fx_graph_cache=False, fx_graph_remote_cache=False):
+        yield
+
+
+def _device_of(args: tuple[Any, ...]) -> str:
+    for a in pytree.tree_leaves(args):
+        if isinstance(a, torch.Tensor):
+            return a.device.type
+    return "cpu"
+
+
+def _arg_leaves(arg_names: list[str], args: tuple[Any, ...]) -> list[tuple[str, InputSnapshot]]:
+    out = []
+    for path, leaf in pytree.tree_flatten_with_path(args)[0]:
+        snap = snapshot(leaf)
+        if snap is not None:
+            first, rest = path_expr(path)
+            out.append((f"L[{arg_names[first]!r}]{rest}", snap))
+    return out

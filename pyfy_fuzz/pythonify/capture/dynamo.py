@@ -1,0 +1,170 @@
+"""The Dynamo front-end: torch.compile(fullgraph=True) with a recording backend.
+
+The backend records each graph input's source (`L['x']`, `L['self']._parameters['w']`,
+`G['w']`), its dynamic dims and a snapshot, then compiles with aot_eager or Inductor through the
+recorder's compilers. After capture the same callable is plain torch.compile: a call that fails
+its guards recompiles unrecorded, as torch.compile would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.fx
+
+from ..errors import PythonifyUnsupported
+from .exprs import structure
+from .recorder import Recorder, plain_backend
+from .result import GraphInputRecord, snapshot
+
+__all__ = ["bind_names", "capture_dynamo"]
+
+
+def bind_names(fn: Callable[..., Any], is_module: bool) -> list[str]:
+    target = fn.forward if is_module else fn  # type: ignore[attr-defined]
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError) as exc:
+        raise PythonifyUnsupported("a callable without a signature", repr(fn)) from exc
+    names = []
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_KEYWORD, p.KEYWORD_ONLY):
+            raise PythonifyUnsupported(f"keyword-only or **kwargs parameter {p.name!r}")
+        if p.kind == p.VAR_POSITIONAL:
+            raise PythonifyUnsupported(f"*args parameter {p.name!r}")
+        names.append(p.name)
+    return names
+
+
+def _self_name(fn: Any) -> str:
+    params = list(inspect.signature(type(fn).forward).parameters)
+    return params[0] if params else "self"
+
+
+def capture_dynamo(
+    fn: Any, copies: tuple[Any, ...], rec: Recorder, backend: str, dynamic: bool, is_module: bool
+) -> tuple[Callable[..., Any], list[GraphInputRecord], str]:
+    from torch._dynamo.backends.debugging import aot_eager
+
+    graph_inputs: list[GraphInputRecord] = []
+    graph_outputs: list[Any] = []
+
+    def record_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+        if rec.done:
+            # After capture the reference callable is plain torch.compile: a later call that
+            # fails its guards recompiles, unrecorded, as torch.compile would.
+            return plain_backend(gm, example_inputs, backend)
+        rec.calls += 1
+        if rec.calls > 1:
+            raise PythonifyUnsupported("more than one compiled graph (recompile or graph break)")
+        for node in gm.graph.find_nodes(op="placeholder"):
+            ga = node.meta.get("grapharg")
+            if ga is None or ga.source is None:
+                raise PythonifyUnsupported("a graph input without a source", node.name)
+            name = ga.source.name
+            fake = node.meta.get("example_value")
+            dyn: tuple[int, ...] = ()
+            if isinstance(fake, torch.Tensor):
+                dyn = tuple(
+                    d
+                    for d, s in enumerate(fake.shape)
+                    if isinstance(s, torch.SymInt) and not s.node.is_constant()
+                )
+            graph_inputs.append(
+                GraphInputRecord(
+                    source=name() if callable(name) else name,
+                    example=ga.example,
+                    dynamic_dims=dyn,
+                    snapshot=snapshot(ga.example),
+                )
+            )
+        if backend == "aot_eager":
+            inner = aot_eager(
+                gm,
+                example_inputs,
+                fw_compiler=rec.fx_compiler("forward"),
+                bw_compiler=rec.fx_compiler("backward"),
+            )
+        else:
+            from torch._inductor.compile_fx import compile_fx
+
+            inner = compile_fx(gm, example_inputs, inner_compile=rec.inductor_inner)  # type: ignore[assignment]
+
+        def run(*a: Any) -> Any:
+            out = inner(*a)
+            graph_outputs[:] = list(out) if isinstance(out, list | tuple) else [out]
+            return out
+
+        return run
+
+    import torch._dynamo
+
+    compiled = torch.compile(fn, backend=record_backend, dynamic=dynamic, fullgraph=True)
+    try:
+        ret = compiled(*copies)
+    except torch._dynamo.exc.Unsupported as exc:
+        raise PythonifyUnsupported("a graph break", str(exc).splitlines()[0]) from exc
+    except torch._dynamo.exc.BackendCompilerFailed as exc:
+        if isinstance(exc.inner_exception, PythonifyUnsupported):
+            raise exc.inner_exception from exc
+        raise
+    rec.done = True
+    if rec.calls == 0:
+        raise PythonifyUnsupported("a program without a compiled graph", "Dynamo traced no ops")
+    bound = _bound_locals(fn, copies, is_module)
+    out_expr = _output_expr(ret, graph_outputs, graph_inputs, bound)
+    # The reference callable must not close over our recording state.
+    return compiled, graph_inputs, out_expr
+
+
+def _bound_locals(fn: Any, args: tuple[Any, ...], is_module: bool) -> dict[str, Any]:
+    names = bind_names(fn, is_module)
+    L = dict(zip(names, args, strict=True))
+    target = type(fn).forward if is_module else fn
+    if is_module:
+        # Dynamo traces the module call through a frame whose locals are fn/args/kwargs
+        # (torch 2.13); older frames name forward's own `self`. Offer both.
+        L[_self_name(fn)] = fn
+        L.update(fn=fn, args=tuple(args), kwargs={})
+    code = getattr(target, "__code__", None)
+    closure = getattr(target, "__closure__", None) or ()
+    if code is not None:
+        for var, cell in zip(code.co_freevars, closure, strict=False):
+            with contextlib.suppress(ValueError):
+                L[var] = cell.cell_contents
+    return L
+
+
+def _output_expr(
+    ret: Any, graph_outputs: list[Any], inputs: list[GraphInputRecord], L: dict[str, Any]
+) -> str:
+    """Express Dynamo's return value in terms of `outs[i]`, L and G, by object identity."""
+
+    def leaf(x: Any) -> str:
+        if isinstance(x, torch.Tensor):
+            for i, o in enumerate(graph_outputs):
+                if o is x:
+                    return f"outs[{i}]"
+            for r in inputs:
+                if r.example is x:
+                    return r.source
+            for k, v in L.items():
+                if v is x:
+                    return f"L[{k!r}]"
+            raise PythonifyUnsupported(
+                "an output tensor that is neither a graph output nor an input",
+                "Dynamo built it outside the graph",
+            )
+        if x is None or isinstance(x, bool | int | float | str):
+            if isinstance(x, float) and (x != x or x in (float("inf"), float("-inf"))):
+                return f"float({str(x)!r})"
+            return repr(x)
+        if isinstance(x, torch.SymInt | torch.SymFloat):
+            raise PythonifyUnsupported("a symbolic scalar output")
+        raise PythonifyUnsupported(f"an output of type {type(x).__name__}")
+
+    return structure(ret, leaf)

@@ -1,0 +1,109 @@
+"""What one capture produces: the graph inputs with their sources and snapshots, and `Capture`.
+
+Plain data apart from `Capture.compiled` (the reference torch.compile callable) and each input's
+example value (kept for identity: outputs are mapped back to inputs by object identity).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..graph_render import FxNodeMeta, RenderContext
+from ..meta import CompiledGraph, IRNode
+
+__all__ = [
+    "BACKENDS",
+    "FRONTENDS",
+    "Capture",
+    "GraphInputRecord",
+    "InputSnapshot",
+    "snapshot",
+]
+
+BACKENDS = ("aot_eager", "inductor")
+FRONTENDS = ("dynamo", "aot")
+
+
+@dataclass
+class GraphInputRecord:
+    """One input of the compiled graph: where it comes from and what it looked like."""
+
+    source: str  # expression over L / G, e.g. "L['x']" or "L['self']._parameters['w']"
+    example: Any  # the (copied) example value; identity is used to map outputs back
+    dynamic_dims: tuple[int, ...] = ()
+    snapshot: InputSnapshot | None = None  # taken before the capture call mutates anything
+
+
+@dataclass(frozen=True)
+class InputSnapshot:
+    """A graph input as the compile saw it, before the capture run could mutate it."""
+
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: str
+    device: str
+    requires_grad: bool
+    cls: type
+    obj_id: int
+    storages: frozenset[tuple[int, str]]
+
+
+def snapshot(x: Any) -> InputSnapshot | None:
+    if not isinstance(x, torch.Tensor):
+        return None
+    return InputSnapshot(
+        shape=tuple(int(s) for s in x.shape),
+        stride=tuple(int(s) for s in x.stride()),
+        dtype=str(x.dtype),
+        device=str(x.device),
+        requires_grad=bool(x.requires_grad),
+        cls=type(x),
+        obj_id=id(x),
+        storages=frozenset(_storage_keys(x)),
+    )
+
+
+def _storage_keys(t: torch.Tensor) -> list[tuple[int, str]]:
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    if is_traceable_wrapper_subclass(t):
+        attrs, _ = t.__tensor_flatten__()
+        out: list[tuple[int, str]] = []
+        for a in attrs:
+            out += _storage_keys(getattr(t, a))
+        return out
+    try:
+        return [(t.untyped_storage()._cdata, str(t.device))]
+    except (RuntimeError, NotImplementedError):
+        return []
+
+
+@dataclass
+class Capture:
+    """One compile, recorded: everything pipeline.build_ir needs, and the reference callable."""
+
+    backend: str
+    frontend: str
+    dynamic: bool
+    mode: str | None
+    device: str
+    compiled: Callable[..., Any]
+    inputs: list[GraphInputRecord]
+    output_expr: str
+    arg_names: list[str]
+    is_module: bool
+    # torch wrapper name -> its recorded node (None: the wrapper returned the function as is)
+    wrappers: dict[str, IRNode | None] = field(default_factory=dict)
+    graphs: dict[str, CompiledGraph] = field(default_factory=dict)
+    render: RenderContext = field(default_factory=RenderContext)
+    grad_enabled: bool = True
+    # Tensor leaves of the call's arguments (source, snapshot): Dynamo guards on how they alias
+    # even when it dedupes them before AOTAutograd sees them.
+    arg_leaves: list[tuple[str, InputSnapshot]] = field(default_factory=list)
+    static_input_indices: list[int] = field(default_factory=list)
+    # Graph name (inference / forward / backward) -> torch's node metadata for that graph.
+    fx_meta: dict[str, tuple[FxNodeMeta, ...]] = field(default_factory=dict)
