@@ -19,10 +19,10 @@ from ._model import Geometry, Val, contiguous_strides, numel, overlap
 from ._render import variant_changes
 from ._spec import CallPlan, ModuleSpec, OutSpec, ProgramSpec, Stmt
 from ._stmts import (
-    _bind,
-    _fresh,
-    _note_saved,
+    bind,
+    fresh,
     mutable,
+    note_saved,
     random_stmt,
     stmt_effect,
     stmt_function,
@@ -295,10 +295,10 @@ def _module(b: Builder) -> None:
         b.vals[names[-1]] = replace(first, name=names[-1])
     # A statement that reads a parameter, so autograd sees it.
     p = b.vals["p0"]
-    out = _fresh(b, x, shape, "float32", True)
+    out = fresh(b, x, shape, "float32", True)
     op = b.pick(("mul", "add"))
-    _note_saved(b, op, [b.vals["a0"], p], out)
-    _bind(b, out, Stmt(op, ("a0", p.name), (out.name,)))
+    note_saved(b, op, [b.vals["a0"], p], out)
+    bind(b, out, Stmt(op, ("a0", p.name), (out.name,)))
     event("aim: module/parameters")
     if buffers and b.chance(2):
         stmt_inplace(b, target=b.vals["b0"], ctx="no_grad")

@@ -140,7 +140,7 @@ def _unalias(t):
 
 _TWO_TENSOR = "from torch.testing._internal.two_tensor import TwoTensor\n"
 
-_MIRROR = '''
+MIRROR = '''
 
 class MirrorTensor(torch.Tensor):
     """A traceable wrapper subclass around one inner tensor with a constant tag."""
@@ -206,7 +206,7 @@ def _register_effect_op():
 _register_effect_op()
 '''
 
-_HOOKS = """
+HOOKS = """
 
 def _double_grad(grad):
     return grad * 2
@@ -271,14 +271,16 @@ _CTX = {
     "inference_mode": "torch.inference_mode()",
     "enable_grad": "torch.enable_grad()",
 }
-_DTYPE = {d: f"torch.{d}" for d in ("float32", "float64", "float16", "bfloat16", "int64", "bool")}
+DTYPE_BY_NAME = {
+    d: f"torch.{d}" for d in ("float32", "float64", "float16", "bfloat16", "int64", "bool")
+}
 
 
 def _ref(name: str) -> str:
     return f"self.{name}" if name[0] in "pb" else name
 
 
-def _ints(x: object) -> str:
+def ints_literal(x: object) -> str:
     """A tuple literal of ints from a tuple or (JSON) list."""
     assert isinstance(x, (tuple, list))
     return repr(tuple(int(i) for i in x))
@@ -303,11 +305,11 @@ def view_expr(src: str, op: str, args: tuple[object, ...]) -> str:
         return f"{src}.view({tuple(args)!r})"
     if op == "as_strided":
         size, stride, offset = args
-        return f"{src}.as_strided({_ints(size)}, {_ints(stride)}, {offset})"
+        return f"{src}.as_strided({ints_literal(size)}, {ints_literal(stride)}, {offset})"
     raise ValueError(f"unknown view op {op!r}")
 
 
-def _stmt_lines(stmt: Stmt) -> list[str]:
+def stmt_lines(stmt: Stmt) -> list[str]:
     a = [(_ref(x) if isinstance(x, str) else repr(x)) for x in stmt.args]
     op = stmt.op
     lhs = ", ".join(stmt.outs)
@@ -316,7 +318,7 @@ def _stmt_lines(stmt: Stmt) -> list[str]:
     elif op == "sum":
         line = f"{lhs} = {a[0]}.sum({', '.join(a[1:])})"
     elif op == "to":
-        line = f"{lhs} = {a[0]}.to({_DTYPE[str(stmt.args[1])]})"
+        line = f"{lhs} = {a[0]}.to({DTYPE_BY_NAME[str(stmt.args[1])]})"
     elif op == "view":
         src, vop = a[0], str(stmt.args[1])
         line = f"{lhs} = {view_expr(src, vop, stmt.args[2:])}"
@@ -347,7 +349,7 @@ def _stmt_lines(stmt: Stmt) -> list[str]:
     return [f"with {_CTX[stmt.ctx]}:", f"    {line}"]
 
 
-def _out_expr(out: OutSpec) -> str:
+def out_expr(out: OutSpec) -> str:
     if out.kind == "ref":
         return _ref(out.ref)
     if out.kind == "int":
@@ -357,12 +359,12 @@ def _out_expr(out: OutSpec) -> str:
     if out.kind == "size":
         return f"{_ref(out.ref)}.shape[{out.value}]"
     if out.kind == "tuple":
-        inner = ", ".join(_out_expr(o) for o in out.items)
+        inner = ", ".join(out_expr(o) for o in out.items)
         return f"({inner},)" if len(out.items) == 1 else f"({inner})"
     raise ValueError(f"unknown output kind {out.kind!r}")
 
 
-def _function_source(k: int, fn: FunctionSpec) -> str:
+def function_source(k: int, fn: FunctionSpec) -> str:
     """A custom autograd.Function whose backward is the exact derivative of its forward."""
     fwd = {
         "scale": ["y = x * 3"],
@@ -425,7 +427,7 @@ def _function_source(k: int, fn: FunctionSpec) -> str:
 def _root_expr(k: int, r: RootSpec) -> str:
     sub = repr(r.subclass)
     return (
-        f"r{k} = _root(g, {tuple(r.shape)!r}, {_DTYPE[r.dtype]}, {r.layout!r}, {r.grad!r}, "
+        f"r{k} = _root(g, {tuple(r.shape)!r}, {DTYPE_BY_NAME[r.dtype]}, {r.layout!r}, {r.grad!r}, "
         f"{sub}, variant)"
     )
 
@@ -442,7 +444,7 @@ def _input_expr(i: int, inp: InputSpec) -> str:
         return f"a{i} = a{inp.of}"
     if inp.kind == "set_shared":
         size, stride, offset = inp.views[0].args
-        return f"a{i} = _set_shared(r{inp.root}, {_ints(size)}, {_ints(stride)}, {offset})"
+        return f"a{i} = _set_shared(r{inp.root}, {ints_literal(size)}, {ints_literal(stride)}, {offset})"
     if inp.kind == "int":
         return f"a{i} = {inp.value}"
     raise ValueError(f"unknown input kind {inp.kind!r}")
@@ -507,7 +509,7 @@ def _make_inputs_source(spec: ProgramSpec) -> str:
     return "\n".join(lines)
 
 
-def _module_init(m: ModuleSpec) -> list[str]:
+def module_init(m: ModuleSpec) -> list[str]:
     lines = [
         "    def __init__(self):",
         "        super().__init__()",
@@ -534,8 +536,8 @@ def _fn_source(spec: ProgramSpec) -> str:
     params = ", ".join(f"a{i}" for i in range(len(spec.inputs)))
     body: list[str] = []
     for stmt in spec.body:
-        body += _stmt_lines(stmt)
-    outs = [_out_expr(o) for o in spec.outputs]
+        body += stmt_lines(stmt)
+    outs = [out_expr(o) for o in spec.outputs]
     ret = outs[0] if len(outs) == 1 else f"({', '.join(outs)})"
     if spec.module is None:
         lines = [
@@ -551,7 +553,7 @@ def _fn_source(spec: ProgramSpec) -> str:
     sep = ", " if params else ""
     lines = [
         "class Program(torch.nn.Module):",
-        *_module_init(spec.module),
+        *module_init(spec.module),
         "",
         f"    def forward(self{sep}{params}):",
         *(f"        {b}" for b in body),
@@ -594,12 +596,12 @@ def render(spec: ProgramSpec, device: str = "cpu") -> str:
     parts += ["", f"DEVICE = {device!r}"]
     parts.append(_PRELUDE)
     if "mirror" in subclasses:
-        parts.append(_MIRROR)
+        parts.append(MIRROR)
     if _uses(spec, "effect_op"):
         parts.append(_EFFECT_OP)
-    parts.append(_HOOKS)
+    parts.append(HOOKS)
     for k, fn in enumerate(spec.functions):
-        parts += ["", _function_source(k, fn), ""]
+        parts += ["", function_source(k, fn), ""]
     parts += ["", _fn_source(spec), "", "", _make_inputs_source(spec), ""]
     parts.append(f"PLAN = {asdict(spec.plan)!r}")
     parts.append(f"SPEC = {spec.to_json()!r}")

@@ -50,13 +50,13 @@ def tensors(b: Builder, pred: Callable[[Val], bool] | None = None) -> list[Val]:
     return [v for v in b.vals.values() if pred is None or pred(v)]
 
 
-def _bind(b: Builder, val: Val, stmt: Stmt) -> Val:
+def bind(b: Builder, val: Val, stmt: Stmt) -> Val:
     b.body.append(stmt)
     b.vals[val.name] = val
     return val
 
 
-def _fresh(b: Builder, like: Val, shape: tuple[int, ...], dtype: str, rg: bool) -> Val:
+def fresh(b: Builder, like: Val, shape: tuple[int, ...], dtype: str, rg: bool) -> Val:
     """A new tensor with its own storage (strides unknown unless the source was contiguous)."""
     geom = Geometry(shape, contiguous_strides(shape), 0)
     return Val(
@@ -73,7 +73,7 @@ def _fresh(b: Builder, like: Val, shape: tuple[int, ...], dtype: str, rg: bool) 
     )
 
 
-def _note_saved(b: Builder, op: str, operands: list[Val], result: Val) -> None:
+def note_saved(b: Builder, op: str, operands: list[Val], result: Val) -> None:
     if not b.grad_on or not any(v.requires_grad for v in operands):
         return
     if op in SAVES_INPUT:
@@ -121,9 +121,9 @@ def stmt_unary(b: Builder, target: Val | None = None) -> bool:
     op = b.pick(UNARY[_kind(v)])
     ctx = _ctx(b)
     with _GradMode(b, ctx):
-        out = _fresh(b, v, v.shape, v.dtype, v.requires_grad)
-        _note_saved(b, op, [v], out)
-        _bind(b, out, Stmt(op, (v.name,), (out.name,), ctx))
+        out = fresh(b, v, v.shape, v.dtype, v.requires_grad)
+        note_saved(b, op, [v], out)
+        bind(b, out, Stmt(op, (v.name,), (out.name,), ctx))
     return True
 
 
@@ -145,12 +145,12 @@ def stmt_binary(b: Builder) -> bool:
     assert shape is not None
     ctx = _ctx(b)
     with _GradMode(b, ctx):
-        out = _fresh(
+        out = fresh(
             b, v if v.geom is not None else w, shape, v.dtype, v.requires_grad or w.requires_grad
         )
         out = replace(out, subclass=v.subclass or w.subclass)
-        _note_saved(b, op, [v, w], out)
-        _bind(b, out, Stmt(op, (v.name, w.name), (out.name,), ctx))
+        note_saved(b, op, [v, w], out)
+        bind(b, out, Stmt(op, (v.name, w.name), (out.name,), ctx))
     return True
 
 
@@ -165,8 +165,8 @@ def stmt_reduce(b: Builder) -> bool:
     else:
         d = b.integer(0, v.ndim - 1)
         args, shape = (v.name, d), v.shape[:d] + v.shape[d + 1 :]
-    out = _fresh(b, v, shape, v.dtype, v.requires_grad)
-    _bind(b, out, Stmt("sum", args, (out.name,)))
+    out = fresh(b, v, shape, v.dtype, v.requires_grad)
+    bind(b, out, Stmt("sum", args, (out.name,)))
     return True
 
 
@@ -175,9 +175,9 @@ def stmt_matmul(b: Builder) -> bool:
     if not cands:
         return False
     v = b.pick(cands)
-    out = _fresh(b, v, v.shape[:-1] + (v.shape[-2],), v.dtype, v.requires_grad)
-    _note_saved(b, "gram", [v], out)
-    _bind(b, out, Stmt("gram", (v.name,), (out.name,)))
+    out = fresh(b, v, v.shape[:-1] + (v.shape[-2],), v.dtype, v.requires_grad)
+    note_saved(b, "gram", [v], out)
+    bind(b, out, Stmt("gram", (v.name,), (out.name,)))
     return True
 
 
@@ -188,8 +188,8 @@ def stmt_cast(b: Builder) -> bool:
     v = b.pick(cands)
     dtype = b.pick([d for d in ("float32", "float64", "int64") if d != v.dtype])
     rg = v.requires_grad and dtype in FLOATS and v.is_float
-    out = _fresh(b, v, v.shape, dtype, rg)
-    _bind(b, out, Stmt("to", (v.name, dtype), (out.name,)))
+    out = fresh(b, v, v.shape, dtype, rg)
+    bind(b, out, Stmt("to", (v.name, dtype), (out.name,)))
     return True
 
 
@@ -207,7 +207,7 @@ def stmt_view(b: Builder, target: Val | None = None) -> bool:
         if ctx:
             event("view: taken under no_grad")
         val = replace(val, name=b.fresh_name())
-        _bind(b, val, Stmt("view", (v.name, view.op, *view.args), (val.name,), ctx))
+        bind(b, val, Stmt("view", (v.name, view.op, *view.args), (val.name,), ctx))
     return True
 
 
@@ -226,7 +226,7 @@ def stmt_detach(b: Builder) -> bool:
         input_index=None,
         param=False,
     )
-    _bind(b, val, Stmt("detach", (v.name,), (val.name,)))
+    bind(b, val, Stmt("detach", (v.name,), (val.name,)))
     return True
 
 
@@ -402,8 +402,8 @@ def stmt_rng(b: Builder) -> bool:
         ops.remove("dropout")
     op = b.pick(ops)
     rg = v.requires_grad and op == "dropout"
-    out = _fresh(b, v, v.shape, v.dtype, rg)
-    _bind(b, out, Stmt(op, (v.name,), (out.name,)))
+    out = fresh(b, v, v.shape, v.dtype, rg)
+    bind(b, out, Stmt(op, (v.name,), (out.name,)))
     event(f"rng: {op}")
     return True
 
@@ -449,13 +449,13 @@ def stmt_function(b: Builder, target: Val | None = None) -> bool:
             param=False,
         )
     else:
-        out = _fresh(b, v, v.shape, v.dtype, v.requires_grad)
+        out = fresh(b, v, v.shape, v.dtype, v.requires_grad)
         if fn.body == "sin" and rg:
             b.saved_families.add(v.family)
     outs = [out.name]
     b.vals[out.name] = out
     if fn.non_differentiable:
-        extra = replace(_fresh(b, v, v.shape, v.dtype, False), name=b.fresh_name())
+        extra = replace(fresh(b, v, v.shape, v.dtype, False), name=b.fresh_name())
         b.vals[extra.name] = extra
         outs.append(extra.name)
     b.body.append(Stmt("apply_fn", (k, v.name), tuple(outs)))
@@ -490,10 +490,10 @@ def stmt_batchnorm(b: Builder) -> bool:
     if not cands:
         return False
     v = b.pick(cands)
-    out = _fresh(b, v, v.shape, v.dtype, True)
+    out = fresh(b, v, v.shape, v.dtype, True)
     if b.grad_on:
         b.saved_families.add(v.family)
-    _bind(b, out, Stmt("batchnorm", (v.name,), (out.name,)))
+    bind(b, out, Stmt("batchnorm", (v.name,), (out.name,)))
     event("module: BatchNorm running stats updated")
     return True
 

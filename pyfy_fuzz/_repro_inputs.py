@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from generators._render import _DTYPE, _ints, view_expr
+from generators.source import DTYPE_BY_NAME, ints_literal, view_expr
 from pyfy_fuzz.schema.spec import FLOAT_DTYPES, ProgramSpec, RootSpec
 
 
@@ -62,7 +62,7 @@ def _set_shared(root: str, args: tuple[object, ...], device: str) -> str:
     on = "" if device == "cpu" else f", device={root}.device"
     return (
         f"torch.empty(0, dtype={root}.dtype{on})"
-        f".set_({root}.untyped_storage(), {offset}, {_ints(size)}, {_ints(stride)})"
+        f".set_({root}.untyped_storage(), {offset}, {ints_literal(size)}, {ints_literal(stride)})"
     )
 
 
@@ -95,11 +95,11 @@ def _draw(r: RootSpec, variant: str | None) -> str:
     storage = _storage_shape(shape, r.layout)
     if dtype in FLOAT_DTYPES:
         expr = f"torch.randn({storage!r}, generator=g)"
-        return expr if dtype == "float32" else f"{expr}.to({_DTYPE[dtype]})"
+        return expr if dtype == "float32" else f"{expr}.to({DTYPE_BY_NAME[dtype]})"
     if dtype == "bool":
         return f"torch.randint(0, 2, {storage!r}, generator=g).bool()"
     expr = f"torch.randint(-4, 5, {storage!r}, generator=g)"
-    return expr if dtype == "int64" else f"{expr}.to({_DTYPE[dtype]})"
+    return expr if dtype == "int64" else f"{expr}.to({DTYPE_BY_NAME[dtype]})"
 
 
 def _root_lines(r: RootSpec, name: str, device: str, variant: str | None) -> list[str]:

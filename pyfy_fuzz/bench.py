@@ -324,9 +324,9 @@ def _overhead_init(directory: str) -> None:
     programs' prints go to a log, not to the table)."""
     import torch
 
-    from .worker import _die_with_parent
+    from .worker import die_with_parent
 
-    _die_with_parent()
+    die_with_parent()
     log = os.open(os.path.join(directory, f"overhead-{os.getpid()}.log"), os.O_WRONLY | os.O_CREAT)
     for fd in (1, 2):
         os.dup2(log, fd)
@@ -345,11 +345,11 @@ def measure_overhead(
 ) -> dict[str, Any]:
     """`overhead_one` for every spec on `workers` processes (the conditions of a campaign: one
     intra-op thread per worker, every core busy)."""
-    from .pool import _context
+    from .pool import mp_context
 
     samples, errors = [], []
     with cf.ProcessPoolExecutor(
-        workers, mp_context=_context(), initializer=_overhead_init, initargs=(str(directory),)
+        workers, mp_context=mp_context(), initializer=_overhead_init, initargs=(str(directory),)
     ) as ex:
         futures = [ex.submit(_overhead_task, s.to_json(), backend) for s in specs]
         for fut in futures:

@@ -29,19 +29,20 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 __all__ = [
     "AliasObs",
-    "CallObs",
-    "ExcObs",
-    "ProbeObs",
-    "SubjectObs",
-    "Target",
-    "TensorObs",
     "autograd_order",
     "bitwise_equal",
+    "CallObs",
+    "exception_tail",
+    "ExcObs",
     "mutation_probe",
     "named_inputs",
     "observe_call",
     "observe_subject",
+    "ProbeObs",
+    "SubjectObs",
+    "Target",
     "tensor_obs",
+    "TensorObs",
     "torch_frame",
     "unwrap_exception",
     "version_probe",
@@ -81,7 +82,7 @@ class ExcObs:
         elif type(exc).__name__ == "TorchRuntimeError":
             inner_mro = _wrapped_type_mro(text)
         lines = (text.splitlines() or [""])[0][:300]
-        tail = _tail(exc, 6, 2000)
+        tail = exception_tail(exc, 6, 2000)
         return ExcObs(mro[0], mro, lines, phase, tail, inner_mro, frame)
 
     @property
@@ -371,7 +372,7 @@ class Target:
     extra: Callable[[], dict[str, Any]] | None = None
 
 
-def _tail(exc: BaseException, lines: int, chars: int) -> str:
+def exception_tail(exc: BaseException, lines: int, chars: int) -> str:
     """The last frames and the message of `exc`, formatted cheaply: formatting whole chained
     Dynamo tracebacks (source lines, carets) to keep six lines cost ~3% of a case (cProfile)."""
     text = traceback.format_exception(exc, limit=-4, chain=False)

@@ -31,6 +31,7 @@ from .worker import WorkerConfig, rss_bytes
 __all__ = [
     "Died",
     "Event",
+    "mp_context",
     "Pool",
     "WorkerStartError",
 ]
@@ -38,7 +39,7 @@ __all__ = [
 _CONTEXT: Any = None
 
 
-def _context() -> Any:
+def mp_context() -> Any:
     """The fork server, preloading torch and the worker module (once per campaign process)."""
     global _CONTEXT
     if _CONTEXT is None:
@@ -116,8 +117,8 @@ class Pool:
         self._reap(slot)
         config = self.config_for(index)
         slot.log_path = Path(config.log_path) if config.log_path else None
-        parent, child = _context().Pipe()
-        proc = _context().Process(
+        parent, child = mp_context().Pipe()
+        proc = mp_context().Process(
             target=_worker_main, args=(child, config), daemon=True, name=f"pyfy-worker-{index}"
         )
         proc.start()

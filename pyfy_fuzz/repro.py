@@ -27,14 +27,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from generators._render import (
-    _HOOKS,
-    _MIRROR,
-    _function_source,
-    _module_init,
-    _out_expr,
-    _stmt_lines,
+from generators.source import (
+    HOOKS,
+    MIRROR,
+    function_source,
+    module_init,
+    out_expr,
     render,
+    stmt_lines,
 )
 from pyfy_fuzz.schema.spec import ProgramSpec
 
@@ -225,7 +225,7 @@ class _Repro:
         """The subclass, the custom op, the custom Functions and the hook the program uses."""
         spec, lines = self.spec, []
         if "mirror" in self._subclasses():
-            mirror = [x for x in _MIRROR.splitlines() if x.strip()]  # without blank lines
+            mirror = [x for x in MIRROR.splitlines() if x.strip()]  # without blank lines
             lines += [x for x in mirror if not (self.compact and x.strip().startswith('"""'))]
             lines.append("")
             if self.subject == "pythonify":  # the file imports the class from the program
@@ -234,22 +234,22 @@ class _Repro:
         if self._uses("effect_op"):
             lines += ["EFFECTS = []", *H.body_source(H.register_effect_op), ""]
         for k in self._functions():
-            fn = _function_source(k, spec.functions[k]).splitlines()
+            fn = function_source(k, spec.functions[k]).splitlines()
             lines += [x for x in fn if x.strip() or not self.compact] + [""]
         if self._uses("register_hook"):
-            lines += [*H.function_from(_HOOKS, "_double_grad"), ""]
+            lines += [*H.function_from(HOOKS, "_double_grad"), ""]
         return lines[:-1]
 
     def _program(self) -> list[str]:
         """`def f` or `class Program`: the body as generators._render renders statements."""
         spec = self.spec
         params = ", ".join(f"a{i}" for i in range(len(spec.inputs)))
-        body = [line for s in spec.body for line in _stmt_lines(s)]
-        outs = [_out_expr(o) for o in spec.outputs]
+        body = [line for s in spec.body for line in stmt_lines(s)]
+        outs = [out_expr(o) for o in spec.outputs]
         ret = f"return {', '.join(outs)}" if outs else "return None"
         if spec.module is None:
             return [f"def f({params}):", *(f"    {b}" for b in body), f"    {ret}"]
-        init = _module_init(spec.module)
+        init = module_init(spec.module)
         lines = [f"DEVICE = {self.device!r}", "", "class Program(torch.nn.Module):"]
         if self.device == "cpu":  # the parameters need no move
             init = [x.replace(".to(DEVICE)", "").replace(", device=DEVICE", "") for x in init]

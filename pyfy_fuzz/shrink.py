@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from generators._render import render
+from generators import render
 from pyfy_fuzz.schema.spec import (
     CallPlan,
     FunctionSpec,

@@ -46,13 +46,14 @@ from .subjects import BundledPythonify, PythonifyImpl
 from .trace import TRACE_DIR, structured_trace, tlparse_index
 
 __all__ = [
+    "coverage_include",
+    "die_with_parent",
     "HYPOTHESIS_SHARE",
     "HYPOTHESIS_SHRINK_CASES",
-    "WorkerConfig",
-    "coverage_include",
     "main",
     "make_impl",
     "rss_bytes",
+    "WorkerConfig",
 ]
 
 
@@ -169,7 +170,7 @@ class _Channel:
                 self.stopping = True
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Linux: be killed when the fork server (our parent) goes, e.g. after kill -9 of the
     campaign; otherwise a worker in a hanging case would outlive it."""
     try:
@@ -184,7 +185,7 @@ def _die_with_parent() -> None:
 
 def main(conn: Connection, config: WorkerConfig) -> None:
     """Process entry point."""
-    _die_with_parent()
+    die_with_parent()
     if config.log_path:
         fd = os.open(config.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(fd, 1)

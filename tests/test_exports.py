@@ -92,3 +92,76 @@ def test_all_is_declared_and_matches_both_ways(path: Path) -> None:
     if declared or not star:
         unexported = sorted(public - set(declared))
         assert not unexported, f"public but not in __all__ (export or rename with _): {unexported}"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(name: str) -> bool:
+    base = ROOT.joinpath(*name.split("."))
+    return base.with_suffix(".py").exists() or (base / "__init__.py").exists()
+
+
+def _emitted(module: str) -> set[str]:
+    """Names a module lists in RUNTIME: helpers copied into the generated file, which shares one
+    namespace, so one helper may name another wherever it is defined."""
+    base = ROOT.joinpath(*module.split("."))
+    path = base.with_suffix(".py") if base.with_suffix(".py").exists() else base / "__init__.py"
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "RUNTIME" for t in node.targets
+        ):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def _private_owner(module: str) -> str | None:
+    """The package a private module belongs to (None if no part of the name is private)."""
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:i])
+    return None
+
+
+def _all_modules() -> list[Path]:
+    return [p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))]
+
+
+def test_no_private_name_is_imported_across_modules() -> None:
+    """A private name (one underscore) stays in its module, and a private module in its package;
+    the exception is an emitted runtime helper (see _emitted)."""
+    bad = []
+    for path in _all_modules():
+        me = _module_name(path)
+        package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[tuple[str, str | None]] = []  # (module, name imported from it)
+            if isinstance(node, ast.Import):
+                targets = [(a.name, None) for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                mod = ".".join(
+                    [*(base if node.level else []), *([node.module] if node.module else [])]
+                )
+                for a in node.names:
+                    if _is_module(f"{mod}.{a.name}"):
+                        targets.append((f"{mod}.{a.name}", None))
+                    else:
+                        targets.append((mod, a.name))
+            for mod, name in targets:
+                if mod.split(".")[0] not in PACKAGES:
+                    continue  # torch's privates are the point of pythonify (see _compat.py)
+                owner = _private_owner(mod)
+                if owner is not None and not (me == owner or me.startswith(owner + ".")):
+                    bad.append(f"{me} imports {mod}, private to {owner}")
+                if (
+                    name is not None
+                    and name.startswith("_")
+                    and not name.startswith("__")
+                    and name not in _emitted(mod)
+                ):
+                    bad.append(f"{me} imports {mod}.{name}")
+    assert not bad, "\n".join(bad)

@@ -2,7 +2,7 @@
 
 These helpers belong to no wrapper: every file needs them around the wrapper stack. Like the
 wrappers' runtime helpers they are real code copied verbatim into the file (Note [Runtime
-helpers are real code] in wrappers/_source.py); `RUNTIME` lists them in the order they appear.
+helpers are real code] in wrappers/source.py); `RUNTIME` lists them in the order they appear.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from . import file_runtime, wrappers
 from .ir import CompiledGraph, GuardNode, PythonifyIR
 from .meta import EmitContext
 from .wrappers import cudagraph
-from .wrappers._source import runtime_source, type_var
+from .wrappers.source import runtime_source, type_var
 
 __all__ = [
     "generate",

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from pyfy_fuzz.observe import ExcObs, _tail
+from pyfy_fuzz.observe import ExcObs, exception_tail
 
 from .impl import Produced, PythonifyImpl
 
@@ -84,7 +84,7 @@ def compile_once(program: Any, impl: PythonifyImpl, backend: str, path: Path) ->
         result = CompileOnce(None, None, None, unsupported=reason)
     except Exception as exc:
         err = ExcObs.of(exc, "compile")
-        err.traceback_tail = _tail(exc, 8, 3000)
+        err.traceback_tail = exception_tail(exc, 8, 3000)
         result = CompileOnce(None, None, None, produce_error=err)
     torch._dynamo.reset()
     fn = program.make_fn()

@@ -42,7 +42,6 @@ from . import (
     subclass,
     synthetic_base,
 )
-from ._source import runtime_source
 from .autograd import AOTAutogradWrapperNode
 from .cudagraph import CUDAGraphSetupNode
 from .debug_assert import DebugAssertWrapperNode
@@ -51,6 +50,7 @@ from .effect_tokens import EffectTokensWrapperNode
 from .fakified_out import FakifiedOutWrapperNode
 from .rng import FunctionalizedRngRuntimeWrapperNode
 from .runtime import RuntimeWrapperNode
+from .source import runtime_source
 from .subclass import AOTDispatchSubclassWrapperNode
 from .synthetic_base import AOTSyntheticBaseWrapperNode
 

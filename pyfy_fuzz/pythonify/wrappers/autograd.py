@@ -41,7 +41,7 @@ from ..meta import (
     PathFacts,
     TensorMetaRecord,
 )
-from ._source import Emitter, indent
+from .source import Emitter, indent
 from .subclass import emit_wrap_list, memory_format_expr, tangent_meta_literal
 
 __all__ = [

@@ -26,9 +26,9 @@ from typing import Any, ClassVar
 import torch
 
 from ..meta import CompiledGraph, CUDAGraphPhase, IRNode, PathFacts
-from ._source import runtime_source as _emitted
 from .autograd import AOTAutogradWrapperNode, saved_tensor_indices
 from .runtime import RuntimeWrapperNode
+from .source import runtime_source as _emitted
 
 __all__ = ["CUDAGraphSetupNode", "build", "paths", "runtime_source", "wrap_source"]
 

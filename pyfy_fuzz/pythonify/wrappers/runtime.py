@@ -32,7 +32,7 @@ import torch
 
 from .. import records as R
 from ..meta import NON_ALIAS_OUTPUTS, EmitContext, InputInfo, IRNode, OutputInfo, PathFacts, ViewOp
-from ._source import indent, literal
+from .source import indent, literal
 
 __all__ = [
     "FIELDS",

@@ -34,7 +34,7 @@ from ..meta import (
     SubclassMeta,
     TensorMetaRecord,
 )
-from ._source import Emitter, type_var
+from .source import Emitter, type_var
 
 __all__ = [
     "AOTDispatchSubclassWrapperNode",

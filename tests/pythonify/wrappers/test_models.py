@@ -19,7 +19,7 @@ from pyfy_fuzz.pythonify import _compat, file_runtime, wrappers
 from pyfy_fuzz.pythonify.gen_python import header
 from pyfy_fuzz.pythonify.meta import IRNode
 from pyfy_fuzz.pythonify.wrappers import cudagraph
-from pyfy_fuzz.pythonify.wrappers._source import runtime_source
+from pyfy_fuzz.pythonify.wrappers.source import runtime_source
 
 # The order the issue and torch's wrapper audit give.
 ORDER = [

@@ -1,0 +1,36 @@
+"""The pieces a rendered program is made of, for tools that write other scripts from a spec.
+
+`render(spec)` writes the whole program module. pyfy-fuzz's paste-ready repro.py writes a
+shorter script from the same spec (the function, its inputs written out, one check), and must
+use the same pieces so that the two can never disagree about what the program is: the
+function's source, how its inputs and their views are written, the dtype names, the hooks the
+program installs.
+"""
+
+from __future__ import annotations
+
+from ._render import (
+    DTYPE_BY_NAME,
+    HOOKS,
+    MIRROR,
+    function_source,
+    ints_literal,
+    module_init,
+    out_expr,
+    render,
+    stmt_lines,
+    view_expr,
+)
+
+__all__ = [
+    "DTYPE_BY_NAME",
+    "HOOKS",
+    "MIRROR",
+    "function_source",
+    "ints_literal",
+    "module_init",
+    "out_expr",
+    "render",
+    "stmt_lines",
+    "view_expr",
+]
