@@ -1,28 +1,30 @@
 """Differences between torch.compile and eager that are by design, in one place.
 
 Each entry says what differs and why it is not a bug. An oracle that meets the difference case
-by case calls `excuse(evidence, entry_id)`, which records that it applied (counted per case, so
-a report can show how often each excuse was used); the structural entries (version-counter-
-amount, size-one-stride, dynamo-wrapped-exception, inductor-rng, rng-dead-code,
-donated-buffer-retain-graph) are kept by what is compared or configured and are listed here so
-that every excuse lives in one place. The list is short
-on purpose: an entry must name one documented behaviour of torch.compile, and never covers
+by case calls `excuse(entry_id)`, which records that it applied (counted per case, so a report
+can show how often each excuse was used; Note [Excuses are recorded, not stored]). The
+structural entries (version-counter-amount, size-one-stride, dynamo-wrapped-exception,
+inductor-rng, rng-dead-code, donated-buffer-retain-graph) are kept by what is compared or
+configured and are listed here so that every excuse lives in one place. The list is short on
+purpose: an entry must name one documented behaviour of torch.compile, and never covers
 pythonify, which must match torch.compile exactly.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from pyfy_fuzz.observe import ExcObs
-
-from .evidence import Evidence
 
 __all__ = [
     "BY_DESIGN",
     "ByDesign",
     "as_markdown",
     "excuse",
+    "recording",
     "refused_by_design",
 ]
 
@@ -188,12 +190,35 @@ BY_DESIGN: tuple[ByDesign, ...] = (
 _BY_ID = {b.id: b for b in BY_DESIGN}
 
 
-def excuse(evidence: Evidence, entry_id: str) -> bool:
+# Note [Excuses are recorded, not stored]
+# ---------------------------------------------------------------------------------------------
+# Evidence is frozen: oracles only read it. Which by-design entries applied is what a case's
+# *caller* wants to know (CaseResult.excused, the campaign's counts), so `excuse` records the
+# entry in the innermost `recording()` the caller opened, and the caller reads what was
+# recorded when the block ends. A check made outside any recording (a unit test of one oracle)
+# records nothing. A re-check whose result is discarded (check_all asking whether the file
+# agrees with eager) opens a recording of its own, so its excuses do not count.
+_RECORDING: ContextVar[list[str] | None] = ContextVar("by_design_recording", default=None)
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[str]]:
+    """Collect the by-design entries `excuse` records inside the block, each once, in order."""
+    got: list[str] = []
+    token = _RECORDING.set(got)
+    try:
+        yield got
+    finally:
+        _RECORDING.reset(token)
+
+
+def excuse(entry_id: str) -> bool:
     """Note that a documented by-design difference applied; always True (for `if` chains)."""
     if entry_id not in _BY_ID:
         raise KeyError(f"no by-design entry {entry_id!r}")
-    if entry_id not in evidence.excused:
-        evidence.excused.append(entry_id)
+    got = _RECORDING.get()
+    if got is not None and entry_id not in got:
+        got.append(entry_id)
     return True
 
 
@@ -204,7 +229,7 @@ _DOCUMENTED_REFUSALS = {
 }
 
 
-def refused_by_design(evidence: Evidence, subject: str, exc: ExcObs) -> bool:
+def refused_by_design(subject: str, exc: ExcObs) -> bool:
     """Whether torch.compile raised `exc` to refuse a pattern it documents as unsupported
     (recorded as excused when so). Every oracle that meets torch.compile's errors asks: a plan
     call, a probe call and the guards oracle's variant call refuse alike."""
@@ -212,7 +237,7 @@ def refused_by_design(evidence: Evidence, subject: str, exc: ExcObs) -> bool:
         return False
     for text, entry in _DOCUMENTED_REFUSALS.items():
         if text in exc.message or text in exc.traceback_tail:
-            return excuse(evidence, entry)
+            return excuse(entry)
     return False
 
 

@@ -56,7 +56,7 @@ def check(ev: Evidence) -> list[Finding]:
                     and ev.device == "cuda"
                     and ev.mode == "reduce-overhead"
                     and what.startswith("<unreadable")
-                    and excuse(ev, "cudagraph-overwritten-output")
+                    and excuse("cudagraph-overwritten-output")
                 ):
                     continue
                 ref_name = "eager" if subject == "torch.compile" else "torch.compile"

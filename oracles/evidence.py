@@ -1,5 +1,6 @@
 """Evidence: the three observations of one case plus what the compile reported, as the oracles
-see it. Built by the runner; oracles only read it."""
+see it. Built by the runner, frozen; oracles only read it (which by-design entries applied is
+recorded apart: Note [Excuses are recorded, not stored] in by_design.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ __all__ = [
 ]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Evidence:
     eager: SubjectObs
     compiled: SubjectObs
@@ -29,7 +30,6 @@ class Evidence:
     fx_meta: dict[str, tuple[Any, ...]] | None = field(default_factory=dict)
     file_seq_nr: dict[str, dict[str, int]] | None = None
     file_grad_acc: dict[str, list[str]] | None = None
-    excused: list[str] = field(default_factory=list)  # by-design entries that applied
 
     @property
     def compile_exact(self) -> bool:

@@ -34,7 +34,7 @@ def check(ev: Evidence) -> list[Finding]:
     for subject, ref, got, _ in ev.pairs():
         refname = reference_name(subject)
         if got.setup_error is not None:
-            if ref.setup_error is None and not refused_by_design(ev, subject, got.setup_error):
+            if ref.setup_error is None and not refused_by_design(subject, got.setup_error):
                 e = got.setup_error
                 out.append(
                     finding(
@@ -51,11 +51,7 @@ def check(ev: Evidence) -> list[Finding]:
             if subject == "pythonify" and ev.eager.calls[i].raised is None and r.raised is not None:
                 continue  # torch.compile crashed here; that is its finding, not pythonify's
             how = raise_difference(r.raised, g.raised)
-            if (
-                how == "raised"
-                and g.raised is not None
-                and refused_by_design(ev, subject, g.raised)
-            ):
+            if how == "raised" and g.raised is not None and refused_by_design(subject, g.raised):
                 break
             if how == "raised" and g.raised is not None:
                 e = g.raised
@@ -94,7 +90,7 @@ def check(ev: Evidence) -> list[Finding]:
                 )
                 break
         probe = _probe_calls(ref, got, refname)
-        if probe is not None and not (probe[0] and refused_by_design(ev, subject, probe[2])):
+        if probe is not None and not (probe[0] and refused_by_design(subject, probe[2])):
             crash, text, exc = probe
             out.append(finding(ev, NAME, subject, [text], kind="crash" if crash else None, exc=exc))
     return out

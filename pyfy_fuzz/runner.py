@@ -30,7 +30,7 @@ from torch.overrides import TorchFunctionMode
 import oracles
 from generators import ProgramSpec, materialize
 from oracles import Evidence, Finding
-from oracles.by_design import excuse
+from oracles.by_design import excuse, recording
 from pyfy_fuzz.schema.spec import OutSpec
 
 from .fp64 import fp64_fn, to_fp64
@@ -197,10 +197,11 @@ def run_case(
         file_seq_nr=getattr(file_mod, "SEQ_NR", None),
         file_grad_acc=getattr(file_mod, "GRADIENT_ACC_NODES", None),
     )
-    if dead_code:
-        excuse(ev, "dead-code-error")
     phase("oracles")
-    findings = oracles.check_all(ev)
+    with recording() as excused:
+        if dead_code:
+            excuse("dead-code-error")
+        findings = oracles.check_all(ev)
     lap("oracles_s", t)
     timings["total_s"] = time.perf_counter() - t_start
     unsupported = once.unsupported or (
@@ -214,7 +215,7 @@ def run_case(
         findings=findings,
         wrapper_paths=list(ev.wrappers),
         unsupported=unsupported,
-        excused=list(ev.excused),
+        excused=excused,
         timings=timings,
         pythonified_path=produced.path if produced else None,
         evidence=ev if keep_evidence else None,

@@ -3,6 +3,7 @@ subjects give no finding. Planted subjects wrap eager's own function (see helper
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import torch
 import oracles
 from generators._spec import CallPlan, ViewStep
 from oracles import Evidence, Finding
+from oracles.by_design import recording
 
 from .helpers import evidence, mapped, observe, on_clones, spec
 
@@ -273,11 +275,12 @@ def test_by_design_applies_to_torch_compile_only():
     ev = evidence(
         s, compiled_wrap=mapped(lambda o: o.clone()), pythonified_wrap=mapped(lambda o: o.clone())
     )
-    found = oracles.check_all(ev)
+    with recording() as excused:
+        found = oracles.check_all(ev)
     # the compiled output lost its intermediate _base: by design; the same copy handed out by
     # pythonify while torch.compile returns a view would not be (here both copy: no finding).
     assert [f for f in found if f.oracle == "aliasing"] == []
-    assert "view-of-intermediate" in ev.excused
+    assert "view-of-intermediate" in excused
     ev2 = evidence(s, compiled_wrap=lambda fn: fn, pythonified_wrap=mapped(lambda o: o.clone()))
     assert only(oracles.check_all(ev2), "aliasing", "pythonify-divergence")
 
@@ -305,13 +308,16 @@ def test_seq_nr_tables_and_invariants():
     )
     s = spec([("sin", ("a0",), ("v0",))], ["v0"])
     ev = evidence(s, compiled_wrap=lambda fn: fn, pythonified_wrap=lambda fn: fn)
-    ev.fx_meta = {"forward": fw, "backward": bw}
     ev.eager.extra["autograd_order"] = [("SinBackward0", 5), ("MulBackward0", 4)]
-    ev.file_seq_nr = {
-        "forward": {"mul": 10, "sin": 11},
-        "backward": {"cos": 11, "mul_1": 10, "add": 10},
-    }
-    ev.file_grad_acc = {"backward": ["add"]}
+    ev = replace(
+        ev,
+        fx_meta={"forward": fw, "backward": bw},
+        file_seq_nr={
+            "forward": {"mul": 10, "sin": 11},
+            "backward": {"cos": 11, "mul_1": 10, "add": 10},
+        },
+        file_grad_acc={"backward": ["add"]},
+    )
     assert [f for f in oracles.check_all(ev) if f.oracle == "seq_nr"] == []
     ev.file_seq_nr["backward"]["cos"] = 12
     f = only(oracles.check_all(ev), "seq_nr", "pythonify-divergence")
@@ -342,8 +348,9 @@ def test_version_probe():
 
     # torch.compile vs eager: which tensors are saved is the partitioner's choice (by design)
     ev = evidence(s, compiled_wrap=saves_copy)
-    assert [f for f in oracles.check_all(ev) if f.oracle == "mutation"] == []
-    assert "partitioner-saved-tensors" in ev.excused
+    with recording() as excused:
+        assert [f for f in oracles.check_all(ev) if f.oracle == "mutation"] == []
+    assert "partitioner-saved-tensors" in excused
     # pythonify vs torch.compile: same graphs, so the same refusals
     ev = evidence(s, compiled_wrap=lambda fn: fn, pythonified_wrap=saves_copy)
     f = only(oracles.check_all(ev), "mutation", "pythonify-divergence")
@@ -364,9 +371,29 @@ def test_views_in_spec_are_compared_with_their_base():
 
 
 def test_unknown_by_design_id_is_an_error():
-    ev = Evidence(eager=None, compiled=None, pythonified=None)  # type: ignore[arg-type]
     with pytest.raises(KeyError):
-        oracles.by_design.excuse(ev, "nope")
+        oracles.by_design.excuse("nope")
+
+
+def test_excuses_are_recorded_by_the_innermost_recording_only():
+    """Note [Excuses are recorded, not stored]: a nested recording (a discarded re-check) keeps
+    its excuses; outside any recording nothing is kept; each entry once, in order."""
+    excuse = oracles.by_design.excuse
+    excuse("grad-fn-type")  # no recording open: nothing to record into, no error
+    with recording() as outer:
+        excuse("grad-fn-type")
+        with recording() as inner:
+            excuse("view-of-intermediate")
+        excuse("grad-fn-type")
+        excuse("dead-code-error")
+    assert outer == ["grad-fn-type", "dead-code-error"]
+    assert inner == ["view-of-intermediate"]
+
+
+def test_evidence_is_frozen():
+    ev = Evidence(eager=None, compiled=None, pythonified=None)  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        ev.backend = "inductor"  # type: ignore[misc]
 
 
 def test_probe_call_crash_is_reported():
