@@ -20,7 +20,8 @@ from pathlib import Path
 import torch
 
 from generators import programs
-from pyfy_fuzz.bench import draw, overhead_one, overhead_table, summarize_overhead
+from pyfy_fuzz.bench import draw, overhead_one, summarize_overhead
+from pyfy_fuzz.bench_tables import overhead_table
 
 
 def main() -> None:

@@ -33,7 +33,9 @@ from . import __version__
 from .atomic import atomic_write
 from .corpus import FORMAT as CASE_FORMAT
 from .corpus import Corpus, environment, now_iso
+from .coverage_data import combine_coverage
 from .entry import entry_files
+from .limits import memory_limit
 from .pool import Died, Event, Pool
 from .progress import make_progress
 from .streams import Streams
@@ -205,7 +207,7 @@ class Campaign:
         self._saves: list[tuple[str, str, dict[str, Any]]] = []  # (sig, spec, shrink info)
         self._replayed_database = False
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-        total = _memory_limit()
+        total = memory_limit()
         per_worker = total // max(1, config.workers)
         self.rss_soft = int(min(3 << 30, 0.5 * per_worker))
         self.rss_hard = int(min(2 * self.rss_soft, 0.8 * per_worker))
@@ -709,57 +711,6 @@ class Campaign:
 
 class _Cancelled(Exception):
     pass
-
-
-def combine_coverage(directory: Path) -> dict[str, Any]:
-    """Combine the workers' coverage files, write coverage.py's HTML pages next to them, and
-    return {"data", "html", "files": {path: {"lines": %, "branches": %}}, "percent"}."""
-    import coverage
-
-    cov = coverage.Coverage(data_file=str(directory / ".coverage"), branch=True)
-    cov.combine([str(directory)], keep=False)
-    cov.save()
-    data = cov.get_data()
-    if not data.measured_files():
-        return {"data": None, "html": None, "files": {}, "percent": None, "branch_percent": None}
-    html_dir = directory / "html"
-    percent = cov.html_report(directory=str(html_dir), title="pyfy-fuzz wrapper coverage")
-    files = {}
-    branches = [0, 0]  # covered, total, over the files whose branch numbers could be read
-    for name in sorted(data.measured_files()):
-        try:  # coverage's own per-file numbers (a private helper: guarded)
-            n = cov._analyze(name).numbers
-            files[name] = {
-                "lines": round(100.0 * n.n_executed / max(n.n_statements, 1), 1),
-                "branches": round(100.0 * n.n_executed_branches / max(n.n_branches, 1), 1),
-            }
-            branches[0] += n.n_executed_branches
-            branches[1] += n.n_branches
-        except Exception:  # noqa: BLE001 - lines only, from the public API
-            _, statements, _, missing, _ = cov.analysis2(name)
-            done = len(statements) - len(missing)
-            files[name] = {"lines": round(100.0 * done / max(len(statements), 1), 1)}
-    return {
-        "data": str(directory / ".coverage"),
-        "html": str(html_dir / "index.html"),
-        "files": files,
-        "percent": round(percent, 1),
-        "branch_percent": round(100.0 * branches[0] / branches[1], 1) if branches[1] else None,
-    }
-
-
-def _memory_limit() -> int:
-    """Physical memory, or the cgroup's limit when smaller (Slurm, containers): the kernel's
-    OOM killer acts on the cgroup's."""
-    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            text = Path(path).read_text().strip()
-        except OSError:
-            continue
-        if text.isdigit():
-            total = min(total, int(text))
-    return int(total)
 
 
 def run_campaign(config: CampaignConfig) -> CampaignResult:

@@ -27,6 +27,8 @@ import torch
 import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
+from generators import Program
+
 __all__ = [
     "AliasObs",
     "autograd_order",
@@ -404,7 +406,7 @@ def _guard_failures_since(before: dict[Any, int]) -> tuple[str, ...]:
 
 
 def observe_call(
-    program: Any, target: Target, seed: int, variant: str | None
+    program: Program, target: Target, seed: int, variant: str | None
 ) -> tuple[CallObs, list[Any]]:
     """One call as the plan says; returns the observation and the live outputs."""
     obs = CallObs(seed=seed, variant=variant)
@@ -491,7 +493,7 @@ def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def _fresh_call(
-    program: Any, target: Target, seed: int, watermark: list[int] | None = None
+    program: Program, target: Target, seed: int, watermark: list[int] | None = None
 ) -> tuple[tuple[Any, ...], Any] | ExcObs:
     """One more seeded call on fresh inputs, outside the plan's `drive` (no backward):
     (args, output), or what it raised. Grad mode is restored either way. `watermark` gets the
@@ -519,7 +521,7 @@ def _requiring_grad(out: Any) -> list[torch.Tensor]:
     return [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
 
 
-def mutation_probe(program: Any, target: Target, seed: int) -> list[ProbeObs] | ExcObs:
+def mutation_probe(program: Program, target: Target, seed: int) -> list[ProbeObs] | ExcObs:
     """Call once more, then write into each output in turn (grad mode on, as a user would):
     record whether autograd refused, and which inputs and other outputs saw the write."""
     called = _fresh_call(program, target, seed)
@@ -558,7 +560,7 @@ def mutation_probe(program: Any, target: Target, seed: int) -> list[ProbeObs] | 
     return probes
 
 
-def version_probe(program: Any, target: Target, seed: int) -> ExcObs | str | None:
+def version_probe(program: Program, target: Target, seed: int) -> ExcObs | str | None:
     """Call, bump every argument's version counter (values unchanged), then backward: autograd
     must refuse exactly when a bumped tensor was saved for backward, in every subject alike."""
     called = _fresh_call(program, target, seed)
@@ -578,7 +580,7 @@ def version_probe(program: Any, target: Target, seed: int) -> ExcObs | str | Non
     return "ok"
 
 
-def autograd_order(program: Any, target: Target, seed: int) -> list[tuple[str, int]] | None:
+def autograd_order(program: Program, target: Target, seed: int) -> list[tuple[str, int]] | None:
     """The backward nodes eager's engine runs, in order, with their sequence numbers.
 
     AccumulateGrad and error nodes carry UINT64_MAX and are left out (seeds/004), and so are
@@ -622,7 +624,7 @@ def autograd_order(program: Any, target: Target, seed: int) -> list[tuple[str, i
     return order
 
 
-def observe_subject(program: Any, target: Target, *, probes: bool = True) -> SubjectObs:
+def observe_subject(program: Program, target: Target, *, probes: bool = True) -> SubjectObs:
     """Run the whole plan on `target`; see the module docstring."""
     plan = program.plan
     obs = SubjectObs(subject=target.name)

@@ -28,10 +28,10 @@ import torch._dynamo
 from torch.overrides import TorchFunctionMode
 
 import oracles
-from generators import ProgramSpec, materialize
+from generators import Program, ProgramSpec, materialize
 from oracles import Evidence, Finding
 from oracles.by_design import excuse, recording
-from pyfy_fuzz.schema.spec import OutSpec
+from pyfy_fuzz.schema.spec import CallPlan, OutSpec
 
 from .fp64 import fp64_fn, to_fp64
 from .observe import CallObs, ExcObs, SubjectObs, Target, autograd_order, observe_subject
@@ -84,7 +84,7 @@ def _nondeterminism(a: SubjectObs, b: SubjectObs) -> str | None:
     )
 
 
-def _fp64_target(program: Any) -> Target:
+def _fp64_target(program: Program) -> Target:
     fn = fp64_fn(program.make_fn())
 
     def call(*args: Any) -> Any:
@@ -242,7 +242,7 @@ def _same_crash(once: Any, compiled: SubjectObs) -> bool:
     return first is not None and first.type_name == err.type_name
 
 
-def _functorch_config(plan: Any) -> Any:
+def _functorch_config(plan: CallPlan) -> Any:
     import torch._functorch.config as fconfig
 
     # by_design: donated-buffer-retain-graph. A retained second backward is part of the plan.
@@ -262,7 +262,7 @@ def _rng_config() -> Any:
     return iconfig.patch(fallback_random=True)
 
 
-def _observe_eager(program: Any) -> SubjectObs:
+def _observe_eager(program: Program) -> SubjectObs:
     obs = observe_subject(program, eager_target(program))
     obs.extra["autograd_order"] = (
         autograd_order(program, eager_target(program), 0) if program.plan.backward else None

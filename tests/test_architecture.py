@@ -40,3 +40,27 @@ def test_every_module_and_folder_the_map_names_exists() -> None:
         if n not in tree and not any(t.endswith("/" + n) for t in tree)
     )
     assert named and not missing, f"docs/ARCHITECTURE.md names what is not there: {missing}"
+
+
+def _contract() -> list[str]:
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    block = text.split("<!-- contract -->", 1)[1].split("<!-- /contract -->", 1)[0]
+    return [line for line in block.splitlines() if line and not line.startswith("```")]
+
+
+def test_the_contract_is_what_the_code_declares() -> None:
+    """Every call the map's Contract section names exists with exactly that signature."""
+    import importlib
+    import inspect
+
+    lines = _contract()
+    assert len(lines) >= 10
+    for line in lines:
+        dotted = line.split("(", 1)[0]
+        module, _, name = dotted.rpartition(".")
+        fn = getattr(importlib.import_module(module), name)
+        declared = dotted + str(inspect.signature(fn))
+        # annotations are strings (postponed evaluation): compare without quotes
+        assert line.replace("'", "") == declared.replace("'", ""), (
+            f"docs/ARCHITECTURE.md says\n  {line}\nthe code declares\n  {declared}"
+        )

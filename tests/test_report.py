@@ -138,7 +138,7 @@ def test_coverage_from_several_processes_is_combined_and_reported(tmp_path: Path
     import subprocess
     import sys
 
-    from pyfy_fuzz.campaign import combine_coverage
+    from pyfy_fuzz.coverage_data import combine_coverage
 
     mod = tmp_path / "target.py"
     mod.write_text("def f(x):\n    if x:\n        return 1\n    return 2\n")

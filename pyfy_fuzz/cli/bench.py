@@ -101,7 +101,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise cli_error("--rss-minutes must not be negative")
     workers = worker_count(args.workers)
     check_json_path(args.json)
-    from pyfy_fuzz.bench import BenchConfig, render, run_bench
+    from pyfy_fuzz.bench import BenchConfig, run_bench
+    from pyfy_fuzz.bench_tables import render
     from pyfy_fuzz.pool import WorkerStartError
 
     config = BenchConfig(

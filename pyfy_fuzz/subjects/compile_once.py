@@ -14,7 +14,9 @@ from typing import Any
 
 import torch
 
+from generators import Program
 from pyfy_fuzz.observe import ExcObs, exception_tail
+from pyfy_fuzz.schema.spec import CallPlan
 
 from .impl import Produced, PythonifyImpl
 
@@ -34,7 +36,7 @@ class CompileOnce:
     produce_error: ExcObs | None = None  # it crashed (maybe because torch.compile did)
 
 
-def plain_compile(fn: Any, backend: str, plan: Any) -> Any:
+def plain_compile(fn: Any, backend: str, plan: CallPlan) -> Any:
     """torch.compile as a user would call it (graph breaks allowed), or aot_function for the
     AOT front-end."""
     if plan.frontend == "aot":
@@ -64,7 +66,7 @@ def plain_compile(fn: Any, backend: str, plan: Any) -> Any:
     return torch.compile(fn, backend=backend, dynamic=plan.dynamic)
 
 
-def compile_once(program: Any, impl: PythonifyImpl, backend: str, path: Path) -> CompileOnce:
+def compile_once(program: Program, impl: PythonifyImpl, backend: str, path: Path) -> CompileOnce:
     plan = program.plan
     fn = program.make_fn()
     module = fn if isinstance(fn, torch.nn.Module) else None

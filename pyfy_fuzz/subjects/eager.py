@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from generators import Program
 from pyfy_fuzz.observe import Target
 
 __all__ = [
@@ -11,7 +10,7 @@ __all__ = [
 ]
 
 
-def eager_target(program: Any) -> Target:
+def eager_target(program: Program) -> Target:
     fn = program.make_fn()
     module = fn if hasattr(fn, "parameters") else None
     return Target("eager", fn, module)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+from generators import Program
 from pyfy_fuzz.observe import Target
 
 __all__ = [
@@ -15,7 +18,7 @@ __all__ = [
 RUNNERS = ("_cudagraph_inference", "_cudagraph_forward", "_cudagraph_backward")
 
 
-def pythonified_target(program: Any, path: Any) -> tuple[Target, Any]:
+def pythonified_target(program: Program, path: Path) -> tuple[Target, ModuleType]:
     """(target, loaded module). The module exposes SEQ_NR, GRADIENT_ACC_NODES, the CUDA-graph
     runners; `extra` reports the runners' counters after the run."""
     from pyfy_fuzz.pythonify import load

@@ -1,82 +1,10 @@
-"""Unit tests of single wrapper helpers and of the generated source (no full capture needed)."""
+"""Unit tests of the generated source as a whole (one wrapper's code: tests/pythonify/wrappers/)."""
 
 from __future__ import annotations
 
 import torch
 
 from pyfy_fuzz.pythonify import load, pythonify
-from pyfy_fuzz.pythonify.ir import (
-    AOTDedupeWrapperNode,
-    FakeOutMeta,
-    FakifiedOutWrapperNode,
-    FunctionalizedRngRuntimeWrapperNode,
-)
-from pyfy_fuzz.pythonify.meta import EmitContext
-from pyfy_fuzz.pythonify.wrappers import dedupe, fakified_out, rng
-
-INNER = EmitContext(inner="inner")
-
-
-def _exec_helper(src: str, **env):
-    ns = {"torch": torch, **env}
-    exec(compile(src, "<helper>", "exec"), ns)
-    return ns
-
-
-def test_functionalized_rng_helper_threads_seed_offset_and_advances(tmp_path):
-    """CUDA-only at runtime: the helper is exercised with the CUDA RNG calls stubbed."""
-    src = rng.emit(FunctionalizedRngRuntimeWrapperNode(num_forward_returns=2), INNER)
-    seen, offsets = [], []
-
-    def inner(args):
-        seen.append(list(args))
-        return [torch.tensor(1.0), torch.tensor(2.0), torch.tensor(104), torch.tensor(3.0)]
-
-    ns = _exec_helper(
-        src,
-        inner=inner,
-        _cuda_rng_state_as_tuple=lambda: (torch.tensor(7), torch.tensor(100)),
-        _cuda_set_rng_offset=lambda o: offsets.append(int(o)),
-    )
-    outs = ns["_functionalized_rng_wrapper"]([torch.tensor(0.5)])
-    assert [float(o) for o in outs] == [1.0, 2.0, 3.0]  # offset output removed
-    assert offsets == [104]
-    assert [int(a) for a in seen[0][1:]] == [7, 100]  # seed, offset appended
-
-
-def test_functionalized_rng_training_keeps_offset_output():
-    node = FunctionalizedRngRuntimeWrapperNode(num_forward_returns=1, return_new_outs=False)
-    ns = _exec_helper(
-        rng.emit(node, INNER),
-        inner=lambda args: [torch.tensor(1.0), torch.tensor(9)],
-        _cuda_rng_state_as_tuple=lambda: (torch.tensor(0), torch.tensor(0)),
-        _cuda_set_rng_offset=lambda o: None,
-    )
-    assert len(ns["_functionalized_rng_wrapper"]([])) == 2
-
-
-def test_fakified_out_helper_first_call_returns_fake_strided_outputs():
-    node = FakifiedOutWrapperNode(
-        out_metas=[FakeOutMeta((2, 3), (1, 2), "torch.float32", "cpu"), None]
-    )
-    calls = []
-    ns = _exec_helper(
-        fakified_out.emit(node, INNER),
-        inner=lambda args: calls.append(args) or ["real"],
-        _dtype=lambda name: getattr(torch, name.split(".")[-1]),
-    )
-    wrapper = ns["_fakified_out_wrapper"]
-    assert wrapper([1]) == ["real"]  # consumed at capture: runs the graph
-    ns["_fakified_state"]["pending"] = True
-    fake = wrapper([1])
-    assert fake[0].device.type == "meta" and fake[0].stride() == (1, 2) and fake[1] is None
-    assert wrapper([1]) == ["real"] and len(calls) == 2
-
-
-def test_dedupe_helper_drops_duplicates():
-    node = AOTDedupeWrapperNode(keep_arg_mask=[True, False, True], add_dupe_map=[0, 0, 1])
-    ns = _exec_helper(dedupe.emit(node, INNER), inner=lambda args: args)
-    assert ns["_dedupe_wrapper"](["a", "a", "b"]) == ["a", "b"]
 
 
 def test_wrapper_order_matches_torch_application_order(tmp_path):
