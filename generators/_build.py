@@ -315,6 +315,8 @@ class Builder:
     def _view_args(
         self, v: Val, op: str
     ) -> tuple[tuple[Any, ...], Geometry | None, tuple[int, ...]] | None:
+        """Long: one short branch per view op, each drawing that op's arguments and computing the
+        resulting geometry; a table of functions would split each op's rule from its draw."""
         g, shape = v.geom, v.shape
 
         def geom_of(

@@ -30,6 +30,8 @@ def _txt(e: ExcObs) -> str:
 
 
 def check(ev: Evidence) -> list[Finding]:
+    """Long: one pass over the pairs in the order docs/ORACLES.md states the rules (setup
+    errors, each call, the probes); each arm is a few lines and they share the pair's locals."""
     out: list[Finding] = []
     for subject, ref, got, _ in ev.pairs():
         refname = reference_name(subject)

@@ -118,7 +118,10 @@ def order_vs_eager(ev: Evidence) -> list[str]:
     """Sorted by seq_nr, eager's backward nodes name the forward ops in the order they ran;
     the compiled backward's seq_nr groups, mapped to their forward nodes, must name the same
     ops in the same order. Compared only when eager's nodes are all plain aten backward nodes
-    (no CopySlices, no custom Function) and both sides have as many."""
+    (no CopySlices, no custom Function) and both sides have as many.
+    Long: the preconditions (which nodes count, when both sides are comparable) are part of
+    the rule and read best next to the comparison they guard.
+    """
     eager_order = ev.eager.extra.get("autograd_order")
     meta = ev.fx_meta or {}
     fw, bw = meta.get("forward"), meta.get("backward")

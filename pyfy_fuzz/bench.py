@@ -420,6 +420,9 @@ def rss_metrics(samples: list[TreeSample]) -> dict[str, Any]:
     in it; a per-case leak in a worker shows in `worker_life_growth`: each ended worker's last
     RSS (at recycle) against its mean RSS over the first 20% of its own life, median. The
     campaign process (depth 0) and the fork server (the workers' parent) are reported apart.
+
+    Long: each number is defined by the paragraph above and computed in that order, over
+    the same span and windows.
     """
     # Depth 2 exactly: a worker's own child (tlparse indexing an entry's trace, for a few
     # milliseconds) is no worker -- counted as one, it made "as many workers as there ever

@@ -31,6 +31,8 @@ def overhead_table(o: dict[str, Any]) -> str:
 
 
 def render(r: dict[str, Any]) -> str:
+    """Long: the tables in the order they print (mix, throughput, overhead, memory, targets), as
+    flat lists of rows."""
     m, t = r["mix"], r.get("throughput", {})
     parts = [
         f"pyfy-fuzz bench: torch {r['torch']}, {r['machine']['cores']} cores "

@@ -438,6 +438,8 @@ class _Repro:
         return setup + self._load_file(), "torch.compile", compiled, "pythonified.py", file_call
 
     def _main(self) -> list[str]:
+        """Long: it writes the repro's main block in the order the script reads: inputs, the
+        reference side, the compiled side, the one comparison."""
         check = self.check
         if check.compare == "seq_nr":
             return self._main_seq_nr()
@@ -515,7 +517,11 @@ class _Repro:
         ]
 
     def _main_seq_nr(self) -> list[str]:
-        """Compile with a backend that keeps the graphs AOTAutograd hands its compilers."""
+        """Compile with a backend that keeps the graphs AOTAutograd hands its compilers.
+
+        Long: it writes the seq_nr check in the order the script reads: keep the graphs, run
+        forward and backward, map backward nodes to forward ones, compare with eager.
+        """
         plan, how, fn = self.spec.plan, self.check.fact, self._fn()
         dynamic = ", dynamic=True" if plan.dynamic else ""
         lines = ["graphs = {}  # forward, backward: their call_function nodes, with torch's meta"]

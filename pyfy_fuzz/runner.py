@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -37,6 +38,7 @@ from .fp64 import fp64_fn, to_fp64
 from .observe import CallObs, ExcObs, SubjectObs, Target, autograd_order, observe_subject
 from .subjects import (
     BundledPythonify,
+    CompileOnce,
     PythonifyImpl,
     compile_once,
     eager_target,
@@ -93,6 +95,35 @@ def _fp64_target(program: Program) -> Target:
     return Target("eager-fp64", call, fn if isinstance(fn, torch.nn.Module) else None)
 
 
+class _Clock:
+    """Per-stage timings (CaseResult.timings) and the stage a campaign worker is told about."""
+
+    def __init__(self, on_phase: Callable[[str], None] | None) -> None:
+        self.timings: dict[str, float] = {}
+        self.start = self.last = time.perf_counter()
+        self.phase = on_phase or (lambda name: None)
+
+    def lap(self, key: str) -> None:
+        """Charge the time since the previous lap to `key`."""
+        now = time.perf_counter()
+        self.timings[key] = self.timings.get(key, 0.0) + now - self.last
+        self.last = now
+
+
+@dataclass(frozen=True)
+class _Subjects:
+    """What the compiled subjects did, and the eager run torch.compile is judged against."""
+
+    once: CompileOnce  # the one compile both subjects come from
+    compiled: SubjectObs
+    pythonified: SubjectObs | None  # None: no file (unsupported, or the compile failed alike)
+    file_mod: ModuleType | None  # the loaded file, for its SEQ_NR tables
+    reference: Program  # the program torch.compile is judged against (see _dead_code_errors)
+    eager: SubjectObs  # eager's observation of `reference`
+    dead_code: bool  # eager's errors were dead code (by_design: dead-code-error)
+    ref64: SubjectObs | None  # eager in float64 (tolerances for inductor)
+
+
 def run_case(
     spec: ProgramSpec,
     *,
@@ -109,104 +140,30 @@ def run_case(
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     _check_device(device)
-    impl = impl or BundledPythonify()
-    timings: dict[str, float] = {}
-    t_start = time.perf_counter()
-
-    phase = on_phase or (lambda name: None)
-
-    def lap(key: str, t0: float) -> float:
-        now = time.perf_counter()
-        timings[key] = timings.get(key, 0.0) + now - t0
-        return now
-
-    phase("materialize")
+    clock = _Clock(on_phase)
+    clock.phase("materialize")
     program = materialize(spec, device=device)
-    plan = program.plan
-    t = lap("materialize_s", t_start)
+    clock.lap("materialize_s")
     torch._dynamo.reset()
-    phase("eager")
-    eager = _observe_eager(program)
-    # The second run checks that eager reproduces itself; its probes would repeat the first's.
-    # It also watches eager for misbehaviour of its own (only where the program can show it).
-    quirks = _EagerQuirks() if any(s.op == "dropout" for s in spec.body) else None
-    again = observe_subject(program, _watched(eager_target(program), quirks), probes=False)
-    t = lap("eager_s", t)
-    if quirks is not None and quirks.found is not None:
-        return CaseResult(
-            spec, "discarded", reason=f"eager misbehaves: {quirks.found}", timings=timings
+    eager = _eager_or_discard(spec, program, clock)
+    if isinstance(eager, CaseResult):
+        return eager
+    with _rng_config(), _functorch_config(program.plan):
+        got = _compiled_subjects(
+            spec, program, eager, impl or BundledPythonify(), backend, device, workdir, clock
         )
-    why = _nondeterminism(eager, again)
-    if why is not None:
-        return CaseResult(spec, "discarded", reason=f"nondeterministic: {why}", timings=timings)
-
-    reference = program  # what torch.compile is judged against (see _dead_code_errors)
-    dead_code = False
-    with _rng_config(), _functorch_config(plan):
-        directory = (
-            Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="pyfy-case-"))
-        )
-        path = directory / "pythonified.py"
-        phase("compile")
-        once = compile_once(program, impl, backend, path)
-        t = lap("compile_s", t)
-        phase("torch.compile")
-        compiled = observe_subject(program, torch_compile_target(once))
-        t = lap("compiled_run_s", t)
-        live = _dead_code_errors(spec, device, eager, compiled)
-        if live is not None:  # by_design: dead-code-error
-            phase("eager")
-            reference, eager = live
-            dead_code = True
-            t = lap("eager_s", t)
-        phase("pythonify")
-        pythonified: SubjectObs | None = None
-        file_mod = None
-        if once.produced is not None:
-            try:
-                target, file_mod = pythonified_target(program, once.produced.path)
-            except Exception as exc:  # the generated file does not even import: its crash
-                pythonified = SubjectObs("pythonify", setup_error=ExcObs.of(exc, "load"))
-            else:
-                pythonified = observe_subject(program, target)
-        elif once.produce_error is not None and not _same_crash(once, compiled):
-            pythonified = SubjectObs("pythonify", setup_error=once.produce_error)
-        t = lap("pythonified_run_s", t)
-        ref64 = None
-        if backend != "aot_eager":
-            phase("eager-fp64")
-            ref64 = observe_subject(reference, _fp64_target(reference), probes=False)
-        t = lap("eager_s", t)
-    if plan.frontend == "aot":
-        compiled.variant = None  # aot_function has no guards; nothing to recompile
-    produced = once.produced
-    ev = Evidence(
-        eager=eager,
-        compiled=compiled,
-        pythonified=pythonified,
-        backend=backend,
-        device=device,
-        frontend=plan.frontend,
-        mode=plan.mode,
-        wrappers=tuple(produced.wrapper_paths) if produced else (),
-        ref64=ref64,
-        # no file: no graphs; an implementation without torch's metadata: None (not compared)
-        fx_meta=(
-            {} if produced is None else None if produced.fx_meta is None else dict(produced.fx_meta)
-        ),
-        file_seq_nr=getattr(file_mod, "SEQ_NR", None),
-        file_grad_acc=getattr(file_mod, "GRADIENT_ACC_NODES", None),
-    )
-    phase("oracles")
+    ev = _evidence(got, program, backend, device)
+    clock.phase("oracles")
     with recording() as excused:
-        if dead_code:
+        if got.dead_code:
             excuse("dead-code-error")
         findings = oracles.check_all(ev)
-    lap("oracles_s", t)
-    timings["total_s"] = time.perf_counter() - t_start
+    clock.lap("oracles_s")
+    clock.timings["total_s"] = time.perf_counter() - clock.start
+    once = got.once
     unsupported = once.unsupported or (
         f"compile failed: {once.produce_error.short_type}"
-        if once.produce_error and pythonified is None
+        if once.produce_error and got.pythonified is None
         else None
     )
     return CaseResult(
@@ -216,9 +173,104 @@ def run_case(
         wrapper_paths=list(ev.wrappers),
         unsupported=unsupported,
         excused=excused,
-        timings=timings,
-        pythonified_path=produced.path if produced else None,
+        timings=clock.timings,
+        pythonified_path=once.produced.path if once.produced else None,
         evidence=ev if keep_evidence else None,
+    )
+
+
+def _eager_or_discard(
+    spec: ProgramSpec, program: Program, clock: _Clock
+) -> SubjectObs | CaseResult:
+    """Eager's observation, or the discarded CaseResult when eager cannot be the ground truth:
+    it misbehaves, or a second run differs from the first."""
+    clock.phase("eager")
+    eager = _observe_eager(program)
+    # The second run checks that eager reproduces itself; its probes would repeat the first's.
+    # It also watches eager for misbehaviour of its own (only where the program can show it).
+    quirks = _EagerQuirks() if any(s.op == "dropout" for s in spec.body) else None
+    again = observe_subject(program, _watched(eager_target(program), quirks), probes=False)
+    clock.lap("eager_s")
+    if quirks is not None and quirks.found is not None:
+        misbehaves = f"eager misbehaves: {quirks.found}"
+        return CaseResult(spec, "discarded", reason=misbehaves, timings=clock.timings)
+    why = _nondeterminism(eager, again)
+    if why is not None:
+        return CaseResult(
+            spec, "discarded", reason=f"nondeterministic: {why}", timings=clock.timings
+        )
+    return eager
+
+
+def _compiled_subjects(
+    spec: ProgramSpec,
+    program: Program,
+    eager: SubjectObs,
+    impl: PythonifyImpl,
+    backend: str,
+    device: str,
+    workdir: str | os.PathLike[str] | None,
+    clock: _Clock,
+) -> _Subjects:
+    """One compile, then torch.compile and the pythonified file driven through the plan."""
+    directory = (
+        Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="pyfy-case-"))
+    )
+    clock.phase("compile")
+    once = compile_once(program, impl, backend, directory / "pythonified.py")
+    clock.lap("compile_s")
+    clock.phase("torch.compile")
+    compiled = observe_subject(program, torch_compile_target(once))
+    clock.lap("compiled_run_s")
+    reference = program
+    live = _dead_code_errors(spec, device, eager, compiled)
+    if live is not None:  # by_design: dead-code-error
+        clock.phase("eager")
+        reference, eager = live
+        clock.lap("eager_s")
+    clock.phase("pythonify")
+    pythonified: SubjectObs | None = None
+    file_mod = None
+    if once.produced is not None:
+        try:
+            target, file_mod = pythonified_target(program, once.produced.path)
+        except Exception as exc:  # the generated file does not even import: its crash
+            pythonified = SubjectObs("pythonify", setup_error=ExcObs.of(exc, "load"))
+        else:
+            pythonified = observe_subject(program, target)
+    elif once.produce_error is not None and not _same_crash(once, compiled):
+        pythonified = SubjectObs("pythonify", setup_error=once.produce_error)
+    clock.lap("pythonified_run_s")
+    ref64 = None
+    if backend != "aot_eager":
+        clock.phase("eager-fp64")
+        ref64 = observe_subject(reference, _fp64_target(reference), probes=False)
+    clock.lap("eager_s")
+    if program.plan.frontend == "aot":
+        compiled = replace(compiled, variant=None)  # aot_function has no guards to recompile
+    return _Subjects(
+        once, compiled, pythonified, file_mod, reference, eager, live is not None, ref64
+    )
+
+
+def _evidence(got: _Subjects, program: Program, backend: str, device: str) -> Evidence:
+    produced = got.once.produced
+    return Evidence(
+        eager=got.eager,
+        compiled=got.compiled,
+        pythonified=got.pythonified,
+        backend=backend,
+        device=device,
+        frontend=program.plan.frontend,
+        mode=program.plan.mode,
+        wrappers=tuple(produced.wrapper_paths) if produced else (),
+        ref64=got.ref64,
+        # no file: no graphs; an implementation without torch's metadata: None (not compared)
+        fx_meta=(
+            {} if produced is None else None if produced.fx_meta is None else dict(produced.fx_meta)
+        ),
+        file_seq_nr=getattr(got.file_mod, "SEQ_NR", None),
+        file_grad_acc=getattr(got.file_mod, "GRADIENT_ACC_NODES", None),
     )
 
 

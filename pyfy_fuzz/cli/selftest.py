@@ -46,7 +46,6 @@ def register(commands: Commands) -> None:
 def cmd_selftest(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from pyfy_fuzz.atomic import atomic_write
     from pyfy_fuzz.budget import parse_budget
     from pyfy_fuzz.selftest import BY_NAME, MUTANTS
 
@@ -82,6 +81,17 @@ def cmd_selftest(args: argparse.Namespace) -> int:
         on_result=progress,
     )
     killed = [r for r in results if r.killed and r.confirmed]
+    _print_table(results, killed, budget, workers, args.backend)
+    if args.json is not None:
+        _write_json(args, results, killed, budget, workers)
+    return 0 if len(killed) == len(results) else 1
+
+
+def _print_table(
+    results: list[Any], killed: list[Any], budget: float, workers: int, backend: str
+) -> None:
+    from tabulate import tabulate
+
     table = [
         [
             r.name,
@@ -101,25 +111,30 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     print(
         f"\nkill rate {len(killed)}/{len(results)}; time to first detection: median "
         + (f"{median:.1f} s, max {times[-1]:.1f} s" if times else "-")
-        + f" (budget {budget:g} s per mutant, {workers} worker(s), {args.backend})"
+        + f" (budget {budget:g} s per mutant, {workers} worker(s), {backend})"
     )
-    if args.json is not None:
-        import torch
 
-        doc = {
-            "kill_rate": len(killed) / max(1, len(results)),
-            "killed": len(killed),
-            "mutants": len(results),
-            "budget_s": budget,
-            "workers": workers,
-            "backend": args.backend,
-            "seed": args.seed,
-            "torch": torch.__version__,
-            "results": [r.to_dict() for r in results],
-        }
-        atomic_write(args.json, json.dumps(doc, indent=1) + "\n")
-        print(f"wrote {args.json}", file=sys.stderr)
-    return 0 if len(killed) == len(results) else 1
+
+def _write_json(
+    args: argparse.Namespace, results: list[Any], killed: list[Any], budget: float, workers: int
+) -> None:
+    import torch
+
+    from pyfy_fuzz.atomic import atomic_write
+
+    doc = {
+        "kill_rate": len(killed) / max(1, len(results)),
+        "killed": len(killed),
+        "mutants": len(results),
+        "budget_s": budget,
+        "workers": workers,
+        "backend": args.backend,
+        "seed": args.seed,
+        "torch": torch.__version__,
+        "results": [r.to_dict() for r in results],
+    }
+    atomic_write(args.json, json.dumps(doc, indent=1) + "\n")
+    print(f"wrote {args.json}", file=sys.stderr)
 
 
 def _verdict(r: Any) -> str:

@@ -51,12 +51,7 @@ def capture(
     mode: str | None,
 ) -> Capture:
     """Compile `fn` once on copies of `args` and record the wrapper stack."""
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if frontend not in FRONTENDS:
-        raise ValueError(f"frontend must be one of {FRONTENDS}, got {frontend!r}")
-    if mode not in (None, "default", "reduce-overhead"):
-        raise ValueError(f"mode must be None, 'default' or 'reduce-overhead', got {mode!r}")
+    _check_options(backend, frontend, mode)
     is_module = isinstance(fn, torch.nn.Module)
     if isinstance(fn, torch.nn.Module):
         refuse_backward_module_hooks(fn)
@@ -65,35 +60,17 @@ def capture(
         raise ValueError(f"fn takes {len(arg_names)} arguments ({arg_names}), got {len(args)}")
     copies = clone_preserving_aliasing(args)
     arg_leaves = _arg_leaves(arg_names, copies)
-    rec = Recorder()
-    rng = torch.random.get_rng_state()
     grad_enabled = torch.is_grad_enabled()
-    fconfig = torch._functorch.config
-    patches: dict[str, Any] = dict(
-        force_non_lazy_backward_lowering=True, enable_autograd_cache=False
-    )
-    module_state = _save_module_state(fn) if isinstance(fn, torch.nn.Module) else []
     hooks_before = hook_counts(fn)
-    try:
-        with rec.hooks(), fconfig.patch(**patches), _inductor_cache_off(backend):
-            if frontend == "dynamo":
-                compiled, inputs, out_expr = capture_dynamo(
-                    fn, copies, rec, backend, dynamic, is_module
-                )
-            else:
-                if is_module:
-                    raise PythonifyUnsupported(
-                        "frontend='aot' with an nn.Module", "pass a function"
-                    )
-                compiled, inputs, out_expr = capture_aot(
-                    fn, copies, rec, backend, dynamic, arg_names
-                )
-    finally:
-        torch.random.set_rng_state(rng)
-        torch.set_grad_enabled(grad_enabled)
-        _restore_module_state(module_state)
+    rec = Recorder()
+    compiled, inputs, out_expr = _compile_recording(
+        fn, copies, rec, backend, frontend, dynamic, arg_names
+    )
     refuse_input_hooks(arg_names, copies, fn, hooks_before)
-    cap = Capture(
+    if "RuntimeWrapper" not in rec.wrappers:
+        raise PythonifyUnsupported("a program without a compiled graph", "nothing was compiled")
+    training = "AOTDispatchAutograd" in rec.wrappers
+    return Capture(
         backend=backend,
         frontend=frontend,
         dynamic=dynamic,
@@ -105,17 +82,53 @@ def capture(
         arg_names=arg_names,
         is_module=is_module,
         wrappers=rec.wrappers,
+        graphs=render_graphs(rec),
         render=rec.render,
         grad_enabled=grad_enabled,
         arg_leaves=arg_leaves,
+        static_input_indices=rec.static_input_indices,
+        fx_meta={(role if training else "inference"): m for role, m in rec.fx_meta.items()},
     )
-    cap.graphs = render_graphs(rec)
-    training = "AOTDispatchAutograd" in rec.wrappers
-    cap.fx_meta = {(role if training else "inference"): m for role, m in rec.fx_meta.items()}
-    if "RuntimeWrapper" not in rec.wrappers:
-        raise PythonifyUnsupported("a program without a compiled graph", "nothing was compiled")
-    cap.static_input_indices = rec.static_input_indices
-    return cap
+
+
+def _check_options(backend: str, frontend: str, mode: str | None) -> None:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if frontend not in FRONTENDS:
+        raise ValueError(f"frontend must be one of {FRONTENDS}, got {frontend!r}")
+    if mode not in (None, "default", "reduce-overhead"):
+        raise ValueError(f"mode must be None, 'default' or 'reduce-overhead', got {mode!r}")
+
+
+def _compile_recording(
+    fn: Callable[..., Any],
+    copies: tuple[Any, ...],
+    rec: Recorder,
+    backend: str,
+    frontend: str,
+    dynamic: bool,
+    arg_names: list[str],
+) -> tuple[Callable[..., Any], list[GraphInputRecord], str]:
+    """The one compile and capture run, with the wrappers patched, the backward compiled
+    eagerly and no cache; the global RNG, grad mode and a module's state are put back after."""
+    rng = torch.random.get_rng_state()
+    grad_enabled = torch.is_grad_enabled()
+    patches: dict[str, Any] = dict(
+        force_non_lazy_backward_lowering=True, enable_autograd_cache=False
+    )
+    module_state = _save_module_state(fn) if isinstance(fn, torch.nn.Module) else []
+    try:
+        with rec.hooks(), torch._functorch.config.patch(**patches), _inductor_cache_off(backend):
+            if frontend == "dynamo":
+                is_module = isinstance(fn, torch.nn.Module)
+                return capture_dynamo(fn, copies, rec, backend, dynamic, is_module)
+            if isinstance(fn, torch.nn.Module):
+                raise PythonifyUnsupported("frontend='aot' with an nn.Module", "pass a function")
+            return capture_aot(fn, copies, rec, backend, dynamic, arg_names)
+    finally:
+        torch.random.set_rng_state(rng)
+        torch.set_grad_enabled(grad_enabled)
+        _restore_module_state(module_state)
 
 
 def _save_module_state(m: torch.nn.Module) -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -45,6 +45,33 @@ def _self_name(fn: Any) -> str:
     return params[0] if params else "self"
 
 
+def _graph_inputs(gm: torch.fx.GraphModule) -> list[GraphInputRecord]:
+    """Each placeholder's source (what Dynamo guards it as), dynamic dims and snapshot."""
+    out = []
+    for node in gm.graph.find_nodes(op="placeholder"):
+        ga = node.meta.get("grapharg")
+        if ga is None or ga.source is None:
+            raise PythonifyUnsupported("a graph input without a source", node.name)
+        name = ga.source.name
+        fake = node.meta.get("example_value")
+        dyn: tuple[int, ...] = ()
+        if isinstance(fake, torch.Tensor):
+            dyn = tuple(
+                d
+                for d, s in enumerate(fake.shape)
+                if isinstance(s, torch.SymInt) and not s.node.is_constant()
+            )
+        out.append(
+            GraphInputRecord(
+                source=name() if callable(name) else name,
+                example=ga.example,
+                dynamic_dims=dyn,
+                snapshot=snapshot(ga.example),
+            )
+        )
+    return out
+
+
 def capture_dynamo(
     fn: Any, copies: tuple[Any, ...], rec: Recorder, backend: str, dynamic: bool, is_module: bool
 ) -> tuple[Callable[..., Any], list[GraphInputRecord], str]:
@@ -61,27 +88,7 @@ def capture_dynamo(
         rec.calls += 1
         if rec.calls > 1:
             raise PythonifyUnsupported("more than one compiled graph (recompile or graph break)")
-        for node in gm.graph.find_nodes(op="placeholder"):
-            ga = node.meta.get("grapharg")
-            if ga is None or ga.source is None:
-                raise PythonifyUnsupported("a graph input without a source", node.name)
-            name = ga.source.name
-            fake = node.meta.get("example_value")
-            dyn: tuple[int, ...] = ()
-            if isinstance(fake, torch.Tensor):
-                dyn = tuple(
-                    d
-                    for d, s in enumerate(fake.shape)
-                    if isinstance(s, torch.SymInt) and not s.node.is_constant()
-                )
-            graph_inputs.append(
-                GraphInputRecord(
-                    source=name() if callable(name) else name,
-                    example=ga.example,
-                    dynamic_dims=dyn,
-                    snapshot=snapshot(ga.example),
-                )
-            )
+        graph_inputs.extend(_graph_inputs(gm))
         if backend == "aot_eager":
             inner = aot_eager(
                 gm,

@@ -205,6 +205,9 @@ def _cg_hand_out(static_outputs, static_inputs, args):
     once, twice; a view of an earlier output is rebuilt as a view of what was handed out for it
     (AOTAutograd regenerates a user's view of an output from that output: its `_base` must be
     the output itself, as without CUDA graphs).
+
+    Long: emitted verbatim into the file, where one function with its cases in order reads
+    like the replay logic it models (input storages, graph-internal bases, earlier outputs).
     """
     input_storage: dict = {}  # storage address -> index of the first input using it
     for i, s in enumerate(static_inputs):
