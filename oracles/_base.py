@@ -10,7 +10,7 @@ from pyfy_fuzz.observe import CallObs, ExcObs
 
 from ._calls import PairContext
 from .evidence import Evidence
-from .finding import Finding
+from .finding import Finding, as_kind, as_subject
 from .identity import aspect_of, normalise_message
 
 Diff = Callable[[CallObs, CallObs, PairContext], list[str]]
@@ -43,9 +43,9 @@ def finding(
     shown = diffs[:6] + ([f"... and {len(diffs) - 6} more"] if len(diffs) > 6 else [])
     head = f"{subject} differs from {reference_name(subject)}"
     return Finding(
-        kind=kind or divergence_kind(subject),
+        kind=as_kind(kind or divergence_kind(subject)),
         oracle=oracle,
-        subject=subject,
+        subject=as_subject(subject),
         wrappers=ev.wrappers,
         explanation=head + ":\n" + "\n".join(f"  - {d}" for d in shown),
         exc_type=exc.short_type if exc is not None else exc_type,

@@ -29,6 +29,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyfy_fuzz.schema.finding import identity_type
+
 __all__ = [
     "PENDING",
     "SEVERITIES",
@@ -108,14 +110,6 @@ def normalise_message(message: str) -> str:
 def _fx_name(m: re.Match[str]) -> str:
     """primals_1 -> primals_N, arg0_1 -> argN_N (dtypes such as float64 do not match)."""
     return re.sub(r"\d+", "N", m.group(0))
-
-
-def identity_type(exc_type: str) -> str:
-    """The exception type a crash is identified by: a compiler failure by what the compiler
-    raised (`BackendCompilerFailed(AssertionError)` -> `AssertionError`), so one assertion met
-    through Dynamo and through the AOT front-end is one bug."""
-    m = re.fullmatch(r"BackendCompilerFailed\((\w+)\)", exc_type)
-    return m.group(1) if m else exc_type
 
 
 def aspect_of(difference: str) -> str:

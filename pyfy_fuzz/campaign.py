@@ -27,17 +27,19 @@ from typing import Any
 
 from generators import ProgramSpec
 from oracles import Finding
+from oracles.finding import as_kind, as_subject
 from oracles.identity import PENDING, KnownBug, KnownBugs, difference_of, severity_of, title_of
 
 from . import __version__
 from .atomic import atomic_write
-from .corpus import FORMAT as CASE_FORMAT
 from .corpus import Corpus, environment, now_iso
 from .coverage_data import combine_coverage
 from .entry import entry_files
 from .limits import memory_limit
 from .pool import Died, Event, Pool
 from .progress import make_progress
+from .schema.case import FORMAT as CASE_FORMAT
+from .schema.case import OPTIONAL_FIELDS, CaseRecord
 from .streams import Streams
 from .worker import WorkerConfig
 
@@ -483,9 +485,9 @@ class Campaign:
             else died.reason
         )
         finding = Finding(
-            kind=died.kind,
+            kind=as_kind(died.kind),
             oracle="timeout" if died.kind == "hang" else "interpreter",
-            subject=PHASE_SUBJECT.get(died.phase, "pyfy-fuzz"),
+            subject=as_subject(PHASE_SUBJECT.get(died.phase, "pyfy-fuzz")),
             wrappers=(),
             explanation=f"the worker died ({died.reason}) while running {died.phase or 'setup'}",
             exc_type=reason,
@@ -588,43 +590,44 @@ class Campaign:
         if bug_in == "pythonify" and c.impl == "torch":
             bug_in = "torch"  # the pythonify under test is torch's own
         mode = json.loads(new.spec).get("plan", {}).get("mode")
-        case: dict[str, Any] = {
-            "format": CASE_FORMAT,
-            "signature": f["signature"],
-            "coarse": f["coarse"],
-            "identity": Finding.from_dict(f).identity(),
-            "kind": f["kind"],
-            "oracle": f["oracle"],
-            "subject": f["subject"],
-            "wrappers": list(f.get("wrappers", ())),
-            "exc_type": f.get("exc_type"),
-            "aspect": f.get("aspect", ""),
-            "message": f.get("message", ""),
-            "frame": f.get("frame", ""),
-            "consequences": list(f.get("consequences", ())),
-            "explanation": f.get("explanation", ""),
-            "severity": severity_of(f),
-            "title": title_of(f, c.backend, mode),
-            "difference": difference_of(f.get("explanation", "")),
-            "bug_in": bug_in,
+        record = CaseRecord(
+            format=CASE_FORMAT,
+            signature=f["signature"],
+            coarse=f["coarse"],
+            identity=Finding.from_dict(f).identity(),
+            kind=f["kind"],
+            oracle=f["oracle"],
+            subject=f["subject"],
+            wrappers=list(f.get("wrappers", ())),
+            exc_type=f.get("exc_type"),
+            aspect=f.get("aspect", ""),
+            message=f.get("message", ""),
+            frame=f.get("frame", ""),
+            consequences=list(f.get("consequences", ())),
+            explanation=f.get("explanation", ""),
+            severity=severity_of(f),
+            title=title_of(f, c.backend, mode),
+            difference=difference_of(f.get("explanation", "")),
+            bug_in=bug_in,
             # torch bugs are expected to keep failing on stock torch; ours must be fixed.
-            "expected": "fail" if bug_in == "torch" else "pass",
-            "spec": json.loads(new.spec),
-            "size": list(new.size),
-            "seed": new.stream_seed,
-            "campaign_seed": c.seed,
-            "torch": torch.__version__,
-            "pyfy_fuzz": __version__,
-            **environment(),
-            "backend": c.backend,
-            "device": c.device,
-            "pythonify": c.impl,
-            "count": new.count,
-            "first_seen": now_iso(),
-            "last_seen": now_iso(),
-            "shrink": shrink,
-            **new.extra,
-        }
+            expected="fail" if bug_in == "torch" else "pass",
+            spec=json.loads(new.spec),
+            size=list(new.size),
+            seed=new.stream_seed,
+            campaign_seed=c.seed,
+            torch=torch.__version__,
+            pyfy_fuzz=__version__,
+            backend=c.backend,
+            device=c.device,
+            pythonify=c.impl,
+            count=new.count,
+            first_seen=now_iso(),
+            last_seen=now_iso(),
+            shrink=shrink,
+            present=OPTIONAL_FIELDS,  # a new entry has every field
+            extra={**environment(), **new.extra},
+        )
+        case = record.to_json()
         has_file = (staging / "pythonified.py").is_file()
         files = entry_files(case, has_pythonified=has_file)
         path, how = self.corpus.put(staging, case, files)

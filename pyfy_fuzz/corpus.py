@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generators import SpecError, spec_from_dict
 from oracles.identity import KnownBug, KnownBugs
 
 from .atomic import atomic_write
+from .schema.case import FORMAT, OLD_FORMATS, CaseError, CaseRecord, OldFormat
 
 __all__ = [
     "CASE",
@@ -58,11 +58,7 @@ __all__ = [
 # identities of format 2 may have moved, so format 2 entries are migrated as format 1 ones.
 # 4: a symbolic size is a size in a crash's message (Note [Symbolic sizes] in
 # oracles/identity.py): a format 3 crash met under dynamic shapes may have moved.
-FORMAT = 4
-OLD_FORMATS = (1, 2, 3)
 CASE = "case.json"
-_REQUIRED = ("format", "signature", "kind", "oracle", "subject", "spec", "expected")
-_REQUIRED_2 = ("coarse", "identity")
 
 
 class CorpusError(Exception):
@@ -195,29 +191,18 @@ class Corpus:
             case = json.loads(case_path.read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             return Problem(p, f"{CASE} is unreadable ({e}), skipped")
-        if not isinstance(case, dict):
-            return Problem(p, f"{CASE} is not an object, skipped")
-        missing = [k for k in _REQUIRED if k not in case]
-        if missing:
-            return Problem(p, f"{CASE} lacks {', '.join(missing)}, skipped")
-        if case["format"] in OLD_FORMATS:
+        try:
+            CaseRecord.from_json(case)
+        except OldFormat as e:
             return Problem(
                 p,
-                f"{CASE} has the old format {case['format']!r}: run `pyfy-fuzz migrate "
-                f"{p.parent}` to re-key it (nothing is lost)",
+                f"{CASE} {e}: run `pyfy-fuzz migrate {p.parent}` to re-key it (nothing is lost)",
                 old=True,
             )
-        if case["format"] != FORMAT:
-            return Problem(p, f"{CASE} has format {case['format']!r}, this build reads {FORMAT}")
-        missing = [k for k in _REQUIRED_2 if k not in case]
-        if missing:
-            return Problem(p, f"{CASE} lacks {', '.join(missing)}, skipped")
+        except CaseError as e:
+            return Problem(p, f"{CASE} {e}, skipped")
         if case["signature"] != p.name:
             return Problem(p, f"{CASE} names signature {case['signature']!r}, not its directory")
-        try:
-            spec_from_dict(case["spec"])
-        except SpecError as e:
-            return Problem(p, f"{CASE} spec is invalid ({e}), skipped")
         return Entry(p, case)
 
     def known(self) -> KnownBugs:

@@ -35,6 +35,7 @@ from .entry import entry_files
 from .pool import Died
 from .replay import run_specs
 from .repro import check_repro, repro_record
+from .schema.case import CaseRecord
 from .trace import TRACE_DIR
 
 __all__ = ["MigrateReport", "migrate", "old_entries", "render"]
@@ -139,7 +140,7 @@ def _new_case(old: dict[str, Any], f: Finding, how: str) -> dict[str, Any]:
         migrated_from=[old["signature"]],
         migrated_by=how,
     )
-    return case
+    return CaseRecord.from_json(case).to_json()  # a readable entry of this format, or raise
 
 
 def _merge(cases: list[dict[str, Any]]) -> dict[str, Any]:

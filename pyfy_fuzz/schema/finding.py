@@ -1,0 +1,178 @@
+"""Finding: one difference between subjects, with an identity stable across runs (see
+Note [Bug identity] in oracles/identity.py). Torch-free data every stage reads: the oracles make
+findings, the campaign keys novelty and the corpus by them, reports group by them.
+
+Kinds and subjects are Literals: mypy checks every place a finding is made, and
+`__post_init__` checks the values that come from JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, get_args
+
+from .paths import signature_paths
+
+__all__ = [
+    "CAMPAIGN_KINDS",
+    "CAMPAIGN_SUBJECTS",
+    "CampaignKind",
+    "CampaignSubject",
+    "OracleKind",
+    "OracleSubject",
+    "Finding",
+    "FindingKind",
+    "KINDS",
+    "SUBJECTS",
+    "Subject",
+    "as_kind",
+    "as_subject",
+    "identity_type",
+]
+
+OracleKind = Literal["compile-divergence", "pythonify-divergence", "crash", "guard-unsound"]
+# What only a campaign can see: a case that killed its worker, outlived its time limit, or made
+# pyfy-fuzz itself raise. Oracles never produce these.
+CampaignKind = Literal["interpreter-crash", "hang", "harness-error"]
+FindingKind = OracleKind | CampaignKind
+KINDS: tuple[OracleKind, ...] = get_args(OracleKind)
+CAMPAIGN_KINDS: tuple[CampaignKind, ...] = get_args(CampaignKind)
+
+OracleSubject = Literal["torch.compile", "pythonify"]
+# Who was running when a worker died: eager itself, or the harness (pyfy-fuzz's own bug).
+CampaignSubject = Literal["eager", "pyfy-fuzz"]
+Subject = OracleSubject | CampaignSubject
+SUBJECTS: tuple[OracleSubject, ...] = get_args(OracleSubject)
+CAMPAIGN_SUBJECTS: tuple[CampaignSubject, ...] = get_args(CampaignSubject)
+
+
+def identity_type(exc_type: str) -> str:
+    """The exception type a crash is identified by: a compiler failure by what the compiler
+    raised (`BackendCompilerFailed(AssertionError)` -> `AssertionError`), so one assertion met
+    through Dynamo and through the AOT front-end is one bug."""
+    m = re.fullmatch(r"BackendCompilerFailed\((\w+)\)", exc_type)
+    return m.group(1) if m else exc_type
+
+
+def as_kind(value: str) -> FindingKind:
+    """A kind read from JSON or built as a string, checked."""
+    for k in (*KINDS, *CAMPAIGN_KINDS):
+        if value == k:
+            return k
+    raise ValueError(f"unknown finding kind {value!r}; expected one of {KINDS + CAMPAIGN_KINDS}")
+
+
+def as_subject(value: str) -> Subject:
+    """A subject read from JSON or built as a string, checked."""
+    for s in (*SUBJECTS, *CAMPAIGN_SUBJECTS):
+        if value == s:
+            return s
+    raise ValueError(f"unknown subject {value!r}; expected one of {SUBJECTS + CAMPAIGN_SUBJECTS}")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """`subject` differs from its reference (eager for torch.compile, torch.compile for
+    pythonify) under `oracle`. `explanation` says which output/input and expected vs got;
+    the signature uses none of it, so two runs of one bug share it."""
+
+    kind: FindingKind  # what went wrong (KINDS; CAMPAIGN_KINDS only from a campaign)
+    oracle: str  # the oracle that saw it (oracles.ORACLES, or interpreter/timeout/harness)
+    subject: Subject  # whose bug it is, as far as the oracle can tell
+    wrappers: tuple[str, ...]  # the wrapper paths the program reached (paths.ALL_PATHS)
+    explanation: str  # for a person: which output/input, expected vs got; never identity
+    exc_type: str | None = None  # the exception that identifies it, short type name
+    # The first difference's aspect (identity.aspect_of); "" where an exception identifies it.
+    aspect: str = ""
+    # An exception's message, normalised (identity.normalise_message), and the innermost torch
+    # frame it was raised from ("torch/_functorch/...py:function"); "" for divergences.
+    message: str = ""
+    frame: str = ""
+    # Findings of other oracles this one explains, folded into it as (oracle, aspect) (Note
+    # [Consequences] in consequences.py): not part of the identity, only of the severity.
+    consequences: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS + CAMPAIGN_KINDS:
+            raise ValueError(f"unknown finding kind {self.kind!r}; expected one of {KINDS}")
+        if self.subject not in SUBJECTS + CAMPAIGN_SUBJECTS:
+            raise ValueError(f"unknown subject {self.subject!r}; expected one of {SUBJECTS}")
+
+    @property
+    def identified_by_exception(self) -> bool:
+        """Crashes, missing or different errors, dead workers: the exception (or the death)
+        is the identity and wrapper paths are not part of it."""
+        return self.exc_type is not None or self.kind in CAMPAIGN_KINDS
+
+    @property
+    def identity_paths(self) -> tuple[str, ...]:
+        """The wrapper paths that belong to the identity: none for an exception; for a
+        divergence its program's paths (less refinements) -- of the shrunk program, once the
+        program is shrunk."""
+        return () if self.identified_by_exception else tuple(signature_paths(self.wrappers))
+
+    def _coarse_fields(self) -> list[str]:
+        # An exception is one bug whichever oracle met it (a plan call or the variant call of
+        # the guards oracle): the oracle is left out of its identity.
+        return [
+            self.kind,
+            "" if self.identified_by_exception else self.oracle,
+            self.subject,
+            identity_type(self.exc_type or ""),
+            self.message,
+            self.frame,
+            "" if self.identified_by_exception else self.aspect,
+        ]
+
+    @property
+    def coarse(self) -> str:
+        """The identity without wrapper paths: decides novelty before shrinking."""
+        key = "|".join(self._coarse_fields())
+        return hashlib.sha1(key.encode()).hexdigest()[:12]
+
+    @property
+    def signature(self) -> str:
+        """The full identity (coarse + identity paths): never values, shapes or addresses.
+        Readable prefix, hash of the rest; safe as a directory name."""
+        key = "|".join([*self._coarse_fields(), *self.identity_paths])
+        digest = hashlib.sha1(key.encode()).hexdigest()[:12]
+        return f"{self.kind}.{self.oracle}.{digest}"
+
+    def identity(self) -> dict[str, Any]:
+        """What the signature is made of, readable (case.json's "identity")."""
+        return {
+            "kind": self.kind,
+            "oracle": self.oracle,
+            "subject": self.subject,
+            "exc_type": self.exc_type,
+            "message": self.message,
+            "frame": self.frame,
+            "aspect": "" if self.identified_by_exception else self.aspect,
+            "paths": list(self.identity_paths),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["wrappers"] = list(self.wrappers)
+        d["consequences"] = [list(c) for c in self.consequences]
+        d["signature"] = self.signature
+        d["coarse"] = self.coarse
+        d["identity_paths"] = list(self.identity_paths)
+        return d
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> Finding:
+        return Finding(
+            kind=as_kind(d["kind"]),
+            oracle=d["oracle"],
+            subject=as_subject(d["subject"]),
+            wrappers=tuple(d.get("wrappers", ())),
+            explanation=d.get("explanation", ""),
+            exc_type=d.get("exc_type"),
+            aspect=d.get("aspect", ""),
+            message=d.get("message", ""),
+            frame=d.get("frame", ""),
+            consequences=tuple((str(o), str(a)) for o, a in d.get("consequences", ())),
+        )
