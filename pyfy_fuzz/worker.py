@@ -222,15 +222,18 @@ def main(conn: Connection, config: WorkerConfig) -> None:
 
 def coverage_include() -> list[str]:
     """What `run --coverage` measures: AOTAutograd's runtime wrappers in the installed torch,
-    and the bundled generator."""
+    and the bundled generator with its subpackages."""
     import torch._functorch._aot_autograd as aot
 
     from . import pythonify
 
     aot_dir = os.path.dirname(aot.__file__)
     files = ["runtime_wrappers.py", "graph_compile.py", "subclass_utils.py"]
+    here = os.path.dirname(pythonify.__file__)
+    # the package and its subpackages (wrappers/, capture/): a pattern's * stops at a folder
     return [os.path.join(aot_dir, f) for f in files] + [
-        os.path.join(os.path.dirname(pythonify.__file__), "*.py")
+        os.path.join(here, "*.py"),
+        os.path.join(here, "*", "*.py"),
     ]
 
 
