@@ -167,14 +167,26 @@ class Pool:
 
     def stop(self, grace: float) -> list[Event]:
         """Ask every worker to stop, collect what they still say for up to `grace` seconds,
-        then kill the rest (their running case is abandoned, not a finding)."""
+        then kill the rest (their running case is abandoned, not a finding).
+
+        A worker whose case has run past `case_timeout` will not answer within any grace (it
+        hangs): it is killed then, its case abandoned, rather than holding the campaign past
+        its budget for the whole grace."""
         self._stopping = True
         for s in self.slots:
             self.tell_stop(s.index)
         events: list[Event] = []
+        abandoned: set[int] = set()
         end = time.monotonic() + grace
         while any(self.alive(s.index) for s in self.slots) and time.monotonic() < end:
-            events.extend(self.poll(0.2, enforce=False))
+            got = self.poll(0.2, enforce=False)
+            events.extend(e for e in got if not (e.tag == "died" and e.slot in abandoned))
+            now = time.monotonic()
+            for s in self.slots:
+                stuck = s.spec is not None and now - s.started > self.case_timeout
+                if stuck and self.alive(s.index):
+                    abandoned.add(s.index)
+                    s.proc.kill()  # type: ignore[union-attr]
         for s in self.slots:
             if self.alive(s.index):
                 s.proc.kill()

@@ -64,3 +64,30 @@ def test_jobs_of_a_stopping_pool_are_cancelled_not_deaths(tmp_path: Path) -> Non
     pool.stop(0)  # killed at once: the job was not judged
     assert fut.cancelled() or isinstance(fut.result(), dict)
     assert not (fut.done() and not fut.cancelled() and isinstance(fut.result(), Died))
+
+
+def test_a_stop_does_not_wait_its_grace_for_a_hanging_case(tmp_path: Path) -> None:
+    """A worker stuck in a case past case_timeout cannot answer "stop": it is killed once the
+    case is over time, and its case is abandoned (no death reported), so a campaign with a
+    hang at its deadline ends near its budget rather than a whole grace later."""
+    hangs = ProgramSpec.from_json(SPEC)
+    hangs = ProgramSpec(
+        family=hangs.family,
+        roots=(RootSpec((2,), dtype="float64"),),
+        inputs=hangs.inputs,
+        body=hangs.body,
+        outputs=hangs.outputs,
+        plan=hangs.plan,
+    )
+    pool = _pool(tmp_path)
+    pool.case_timeout = 3.0
+    pool.start(0, "serve")
+    pool.submit(hangs.to_json(), impl="tests.campaign.impls:float64_hangs")
+    end = time.monotonic() + 120
+    while pool.slots[0].spec is None and time.monotonic() < end:
+        pool.poll(0.2, enforce=False)
+    assert pool.slots[0].spec is not None, "the case never started"
+    t0 = time.monotonic()
+    events = pool.stop(60)
+    assert time.monotonic() - t0 < 3.0 + 10
+    assert not [e for e in events if e.tag == "died"]
