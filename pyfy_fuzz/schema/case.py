@@ -133,12 +133,7 @@ class CaseRecord:
             spec_from_dict(case["spec"])
         except SpecError as e:
             raise CaseError(f"spec is invalid ({e})") from None
-        try:
-            kind, subject = as_kind(str(case["kind"])), as_subject(str(case["subject"]))
-        except ValueError as e:
-            raise CaseError(str(e)) from None
         known = {k: case[k] for k in (*_REQUIRED, *_REQUIRED_IDENTITY, *_OPTIONAL) if k in case}
-        known.update(kind=kind, subject=subject)
         present = frozenset(k for k in _OPTIONAL if k in case)
         extra = {k: v for k, v in case.items() if k not in known}
         return cls(**known, present=present, extra=extra)

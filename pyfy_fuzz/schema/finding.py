@@ -95,10 +95,8 @@ class Finding:
     consequences: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS + CAMPAIGN_KINDS:
-            raise ValueError(f"unknown finding kind {self.kind!r}; expected one of {KINDS}")
-        if self.subject not in SUBJECTS + CAMPAIGN_SUBJECTS:
-            raise ValueError(f"unknown subject {self.subject!r}; expected one of {SUBJECTS}")
+        as_kind(self.kind)  # values from JSON are not checked by mypy
+        as_subject(self.subject)
 
     @property
     def identified_by_exception(self) -> bool:
