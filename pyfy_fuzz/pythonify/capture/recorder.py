@@ -24,13 +24,6 @@ from ..graph_render import FxNodeMeta, RenderContext, fx_node_meta, render_fx, s
 from ..meta import CompiledGraph, IRNode
 from ..wrappers import (
     autograd,
-    debug_assert,
-    dedupe,
-    effect_tokens,
-    fakified_out,
-    rng,
-    runtime,
-    subclass,
     synthetic_base,
 )
 
@@ -145,7 +138,7 @@ class Recorder:
         if name == "AOTSyntheticBaseWrapper":
             node = synthetic_base.record(w, aot_config, meta, self.base_kinds.get(id(w), []))
         else:
-            node = _RECORDERS[name](w, aot_config, meta)
+            node = W.POST_COMPILE[name].record(w, aot_config, meta)
         if name == "RuntimeWrapper":
             self.static_input_indices = list(meta.static_input_indices or [])
         self.wrappers[name] = node
@@ -153,19 +146,6 @@ class Recorder:
     def _record_autograd(self, spec: Any) -> None:
         C.check_fields("AOTDispatchAutogradCompileSpec", spec, autograd.FIELDS)
         self.wrappers[autograd.AOTAutogradWrapperNode.wrapper] = autograd.record(spec)
-
-
-# runtime_wrappers class name -> its model's `record` (AOTSyntheticBaseWrapper also reads what
-# pre_compile saw, and AOTDispatchAutograd records from its compile spec).
-_RECORDERS: dict[str, Callable[[Any, Any, Any], IRNode | None]] = {
-    "RuntimeWrapper": runtime.record,
-    "EffectTokensWrapper": effect_tokens.record,
-    "AOTDispatchSubclassWrapper": subclass.record,
-    "FunctionalizedRngRuntimeWrapper": rng.record,
-    "FakifiedOutWrapper": fakified_out.record,
-    "AOTDedupeWrapper": dedupe.record,
-    "DebugAssertWrapper": debug_assert.record,
-}
 
 
 def plain_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], backend: str) -> Any:

@@ -65,6 +65,7 @@ __all__ = [
     "FakifiedOutWrapperNode",
     "FunctionalizedRngRuntimeWrapperNode",
     "MODULES",
+    "POST_COMPILE",
     "POST_COMPILE_FIELDS",
     "RuntimeWrapperNode",
     "emit",
@@ -101,18 +102,13 @@ _BY_NODE: dict[type[IRNode], ModuleType] = {
     CUDAGraphSetupNode: cudagraph,
 }
 
-# runtime_wrappers class name -> the fields its `record` reads, for the classes whose
-# post_compile the capture patches (AOTDispatchAutograd's spec is checked on its own).
-POST_COMPILE_FIELDS: dict[str, tuple[str, ...]] = {
-    RuntimeWrapperNode.wrapper: runtime.FIELDS,
-    EffectTokensWrapperNode.wrapper: effect_tokens.FIELDS,
-    AOTDispatchSubclassWrapperNode.wrapper: subclass.FIELDS,
-    FunctionalizedRngRuntimeWrapperNode.wrapper: rng.FIELDS,
-    FakifiedOutWrapperNode.wrapper: fakified_out.FIELDS,
-    AOTDedupeWrapperNode.wrapper: dedupe.FIELDS,
-    AOTSyntheticBaseWrapperNode.wrapper: synthetic_base.FIELDS,
-    DebugAssertWrapperNode.wrapper: debug_assert.FIELDS,
+# runtime_wrappers class name -> its model, for the classes whose post_compile the capture
+# patches (AOTDispatchAutograd records from its compile spec; cudagraph is no AOT wrapper).
+POST_COMPILE: dict[str, ModuleType] = {
+    node.wrapper: m for node, m in _BY_NODE.items() if m not in (autograd, cudagraph)
 }
+# ... and the fields each model's `record` reads.
+POST_COMPILE_FIELDS: dict[str, tuple[str, ...]] = {n: m.FIELDS for n, m in POST_COMPILE.items()}
 
 
 def _module(node: IRNode) -> ModuleType:

@@ -68,6 +68,19 @@ def test_each_module_holds_its_node_and_its_model(module: types.ModuleType) -> N
         assert hasattr(module, name), f"{module.__name__}.__all__ names missing {name}"
 
 
+def test_the_capture_patches_every_post_compile_wrapper_once() -> None:
+    assert sorted(wrappers.POST_COMPILE) == [
+        "AOTDedupeWrapper",
+        "AOTDispatchSubclassWrapper",
+        "AOTSyntheticBaseWrapper",
+        "DebugAssertWrapper",
+        "EffectTokensWrapper",
+        "FakifiedOutWrapper",
+        "FunctionalizedRngRuntimeWrapper",
+        "RuntimeWrapper",
+    ]
+
+
 def test_fields_read_exist_on_the_installed_torch() -> None:
     classes = _compat.wrapper_classes(tuple(wrappers.POST_COMPILE_FIELDS))
     for name, fields in wrappers.POST_COMPILE_FIELDS.items():
