@@ -34,18 +34,7 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 def test_a_long_function_says_why() -> None:
     """No function runs over benchmarks/structure.py's LONG_FUNCTION lines without a "Long:"
     line in its docstring saying why (issue 15: split it, or write the reason)."""
-    import ast
-
-    structure = _structure()
-    unexplained = []
-    for pkg in PACKAGES:
-        for path in sorted((ROOT / pkg).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                    length = (node.end_lineno or node.lineno) - node.lineno + 1
-                    if length > structure.LONG_FUNCTION and not structure.says_why_long(node):
-                        unexplained.append(f"{path.relative_to(ROOT)}:{node.name} ({length})")
-    assert unexplained == []
+    assert _structure().unexplained_long_functions(ROOT) == []
 
 
 def test_no_import_cycle_between_the_projects_modules() -> None:
