@@ -183,8 +183,7 @@ class Pool:
             events.extend(e for e in got if not (e.tag == "died" and e.slot in abandoned))
             now = time.monotonic()
             for s in self.slots:
-                stuck = s.spec is not None and now - s.started > self.case_timeout
-                if stuck and self.alive(s.index):
+                if self._over_time(s, now) and self.alive(s.index):
                     abandoned.add(s.index)
                     s.proc.kill()  # type: ignore[union-attr]
         for s in self.slots:
@@ -326,12 +325,16 @@ class Pool:
         s.spec = s.job = None
         return [ev]
 
+    def _over_time(self, s: _Slot, now: float) -> bool:
+        """The slot is in a case that has run past case_timeout (a hang)."""
+        return s.spec is not None and now - s.started > self.case_timeout
+
     def _enforce_limits(self) -> None:
         now = time.monotonic()
         for s in self.slots:
-            if s.proc is None or s.spec is None or s.kill_reason is not None:
+            if s.proc is None or s.kill_reason is not None:
                 continue
-            if now - s.started > self.case_timeout:
+            if self._over_time(s, now):
                 s.kill_reason = ("hang", f"timeout after {self.case_timeout:.0f} s")
                 s.proc.kill()
         if now - self._last_rss_check < 1.0:
