@@ -134,13 +134,14 @@ def paths(node: IRNode, facts: PathFacts) -> list[str]:
 
 
 def runtime_helpers() -> str:
-    """Every wrapper's runtime helpers, verbatim, in torch's order (CUDA graphs apart: their
-    runtime is emitted only for a reduce-overhead compile)."""
+    """Every wrapper's runtime helpers (`RUNTIME`), verbatim, in torch's order. CUDA graphs
+    have none here: their runtime is emitted only for a reduce-overhead compile
+    (cudagraph.runtime_source)."""
     wrapper_of = {m: cls.wrapper for cls, m in _BY_NODE.items()}
     blocks = []
     for m in MODULES:
         names = getattr(m, "RUNTIME", ())
-        if names and m is not cudagraph:
+        if names:
             where = "wrappers/" + m.__name__.rsplit(".", 1)[-1] + ".py"
             blocks.append(f"# -- {wrapper_of[m]} ({where})\n" + runtime_source(m, names))
     return "\n\n\n".join(blocks)
