@@ -29,10 +29,14 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from generators import FAMILIES, ProgramSpec, programs
 from pyfy_fuzz.procstat import TreeSample, machine, sample_until_exit
+from pyfy_fuzz.schema.messages import Died, Done, Serve, Started
+
+if TYPE_CHECKING:
+    from .pool import Event  # the pool imports torch (through the worker): not at import time
 
 __all__ = [
     "BenchConfig",
@@ -141,7 +145,7 @@ class Workers:
     def __enter__(self) -> Workers:
         try:
             for slot in self.pool.slots:
-                self.pool.start(slot.index, "serve")
+                self.pool.start(slot.index, Serve())
             while not all(s.ready for s in self.pool.slots):  # start-up: not on the clock
                 self._replace(self.pool.poll(0.2))
         except BaseException:  # WorkerStartError, ^C: leave no worker behind
@@ -152,10 +156,10 @@ class Workers:
     def __exit__(self, *exc: object) -> None:
         self.pool.stop(grace=10.0)
 
-    def _replace(self, events: list[Any]) -> None:
+    def _replace(self, events: list[Event]) -> None:
         for ev in events:
-            if ev.tag in ("died", "exited"):
-                self.pool.start(ev.slot, "serve")
+            if ev.gone:
+                self.pool.start(ev.slot, Serve())
 
     def run(self, specs: list[ProgramSpec], backend: str) -> dict[str, Any]:
         """Run every spec once; the wall time and, per family, each case's latency."""
@@ -169,17 +173,18 @@ class Workers:
             events = self.pool.poll(0.5)
             for ev in events:
                 now = time.monotonic()
-                if ev.tag == "start":
-                    started[ev.slot] = (now, json.loads(ev.payload["spec"])["family"])
+                m = ev.message
+                if isinstance(m, Started):
+                    started[ev.slot] = (now, json.loads(m.spec)["family"])
                     first = now if first is None else first
-                elif ev.tag in ("done", "died") and ev.slot in started:
+                elif isinstance(m, (Done, Died)) and ev.slot in started:
                     t0, family = started.pop(ev.slot)
                     latency.setdefault(family, []).append(now - t0)
-                    key = ev.payload["status"] if ev.tag == "done" else "died"
+                    key = m.outcome.status if isinstance(m, Done) else "died"
                     status[key] = status.get(key, 0) + 1
                     last = now
                     incarnation = (ev.slot, self.pool.slots[ev.slot].incarnation)
-                    if ev.tag == "done" and incarnation not in self._used:
+                    if isinstance(m, Done) and incarnation not in self._used:
                         self._used.add(incarnation)
                         fresh.append(round(now - t0, 2))
             self._replace(events)

@@ -36,10 +36,23 @@ from .corpus import Corpus, environment, now_iso
 from .coverage_data import combine_coverage
 from .entry import entry_files
 from .limits import memory_limit
-from .pool import Died, Event, Pool
+from .pool import Event, Pool
 from .progress import make_progress
 from .schema.case import FORMAT as CASE_FORMAT
 from .schema.case import OPTIONAL_FIELDS, CaseRecord
+from .schema.messages import (
+    Avoid,
+    Died,
+    Done,
+    Exited,
+    Explore,
+    Found,
+    Improved,
+    Known,
+    Note,
+    Serve,
+    Shrunk,
+)
 from .streams import Streams
 from .worker import WorkerConfig
 
@@ -287,11 +300,11 @@ class Campaign:
 
     def _start(self, slot: int) -> None:
         if self._serve_wanted():
-            self.pool.start(slot, "serve")
+            self.pool.start(slot, Serve())
             return
         gid, seed = self.streams.take()
         self.stream_of[slot] = seed
-        self.pool.start(slot, "explore", {"seed": seed, "deadline": self.deadline, "stream": gid})
+        self.pool.start(slot, Explore(seed, self.deadline, gid))
         self._replayed_database = True
 
     def _serve_wanted(self) -> bool:
@@ -300,22 +313,22 @@ class Campaign:
         return busy and not serving
 
     def _handle(self, ev: Event, *, running: bool) -> None:
-        tag, p = ev.tag, ev.payload
-        if tag == "done":
-            self._on_done(p)
-        elif tag == "found":
-            self._on_found(ev.slot, p)
-        elif tag == "improved":
-            self._on_improved(ev.slot, p)
-        elif tag == "shrunk":
-            self._on_shrunk(ev.slot, p)
-        elif tag == "note":
-            self.stats.notes.append(f"worker {ev.slot}: {p}")
-        elif tag in ("died", "exited"):
+        m = ev.message
+        if isinstance(m, Done):
+            self._on_done(m)
+        elif isinstance(m, Found):
+            self._on_found(ev.slot, m)
+        elif isinstance(m, Improved):
+            self._on_improved(ev.slot, m)
+        elif isinstance(m, Shrunk):
+            self._on_shrunk(ev.slot, m)
+        elif isinstance(m, Note):
+            self.stats.notes.append(f"worker {ev.slot}: {m.text}")
+        elif ev.gone:
             slot = self.pool.slots[ev.slot]
-            if tag == "died":
-                self._on_died(ev.slot, p, serve=slot.mode == "serve")
-            elif str(p).startswith("recycled"):
+            if isinstance(m, Died):
+                self._on_died(ev.slot, m, serve=slot.mode == "serve")
+            elif isinstance(m, Exited) and m.reason.startswith("recycled"):
                 self.stats.recycled += 1
             if running and time.monotonic() < self.deadline and not self._enough():
                 self._start(ev.slot)
@@ -330,24 +343,24 @@ class Campaign:
                 if self.pool.alive(s.index):
                     self.pool.tell_stop(s.index)
 
-    def _on_done(self, r: dict[str, Any]) -> None:
-        if r.get("job") is not None:
+    def _on_done(self, done: Done) -> None:
+        if done.job is not None:
             return  # a reduction's candidate, not exploration
-        st = self.stats
+        st, r = self.stats, done.outcome
         st.cases += 1
-        self._check_stop(r)
-        if r.get("shrinking"):
+        self._check_stop(done)
+        if done.shrinking:
             st.shrink_cases += 1
-            new = st.pending.get(r["shrinking"])
+            new = st.pending.get(done.shrinking)
             if new is not None:
                 new.shrink_cases += 1
             return
-        st.status[r["status"]] += 1
-        st.families[r.get("family", "?")] += 1
-        st.wrapper_hits.update(r.get("wrapper_paths", ()))
-        if r.get("unsupported"):
+        st.status[r.status] += 1
+        st.families[r.family] += 1
+        st.wrapper_hits.update(r.wrapper_paths)
+        if r.unsupported:
             st.unsupported += 1
-        for f in r["findings"]:
+        for f in r.findings:
             self._count(f)
 
     def _count(self, f: dict[str, Any]) -> bool:
@@ -365,53 +378,53 @@ class Campaign:
             st.known_seen[hit.signature] += 1
         return True
 
-    def _check_stop(self, r: dict[str, Any]) -> None:
+    def _check_stop(self, done: Done) -> None:
         subject = self.config.stop_on_subject
         if subject is None or self.stats.stopped_on is not None:
             return
-        hit = next((f for f in r["findings"] if f.get("subject") == subject), None)
+        hit = next((f for f in done.outcome.findings if f.get("subject") == subject), None)
         if hit is not None:
             self.stats.stopped_on = {
                 "elapsed_s": round(self.stats.elapsed, 2),
                 "cases": self.stats.cases,
                 "finding": hit,
-                "spec": r.get("spec"),
+                "spec": done.spec,
             }
             self.deadline = time.monotonic()  # the loop ends; workers stop as at the budget
 
-    def _on_found(self, slot: int, p: dict[str, Any]) -> None:
-        f = p["finding"]
+    def _on_found(self, slot: int, p: Found) -> None:
+        f = p.finding
         coarse = f["coarse"]
         pending = KnownBug(coarse, frozenset(), PENDING)
         if self.known.match(f) is not None or self.stats.shrinks[coarse] >= MAX_SHRINKS_PER_COARSE:
             # Another worker got there first (its shrink stands), or this bug was shrunk often
             # enough: the finder is told so and abandons its shrink.
-            self.pool.broadcast("known", [pending.to_dict()], only=slot)
+            self.pool.broadcast(Known((pending.to_dict(),)), only=slot)
             return
         self.stats.pending[coarse] = NewFinding(
-            f, p["spec"], _size(p["spec"]), self.stream_of.get(slot), owner=slot
+            f, p.spec, _size(p.spec), self.stream_of.get(slot), owner=slot
         )
         self.known.add(pending)
-        self.pool.broadcast("known", [pending.to_dict()], exclude=slot)
+        self.pool.broadcast(Known((pending.to_dict(),)), exclude=slot)
 
-    def _on_improved(self, slot: int, p: dict[str, Any]) -> None:
-        new = self.stats.pending.get(p["finding"]["coarse"])
+    def _on_improved(self, slot: int, p: Improved) -> None:
+        new = self.stats.pending.get(p.finding["coarse"])
         if new is not None and new.state == "shrinking" and new.owner == slot:
-            size = _size(p["spec"])
+            size = _size(p.spec)
             if size <= new.size:
-                new.spec, new.size, new.finding = p["spec"], size, p["finding"]
+                new.spec, new.size, new.finding = p.spec, size, p.finding
 
-    def _on_shrunk(self, slot: int, p: dict[str, Any]) -> None:
-        coarse = p["finding"]["coarse"]
+    def _on_shrunk(self, slot: int, p: Shrunk) -> None:
+        coarse = p.finding["coarse"]
         new = self.stats.pending.get(coarse)
-        staging = Path(p["staging"]) if p.get("staging") else None
+        staging = Path(p.staging) if p.staging else None
         if new is None or new.state != "shrinking" or new.owner != slot:
             if staging is not None:
                 shutil.rmtree(staging, ignore_errors=True)
             return
         del self.stats.pending[coarse]
         self.stats.shrinks[coarse] += 1
-        new.spec, new.size, new.finding = p["spec"], _size(p["spec"]), p["finding"]
+        new.spec, new.size, new.finding = p.spec, _size(p.spec), p.finding
         settled = [b for b in self.known.of(coarse) if b.signature != PENDING]
         self.known.settle(coarse, settled)
         if self._count(new.finding):
@@ -432,7 +445,7 @@ class Campaign:
             general = min(bugs, key=lambda b: len(b.paths))
             bugs.append(KnownBug(coarse, frozenset(), general.signature))
         self.known.settle(coarse, bugs)
-        self.pool.broadcast("known", [{"settle": coarse, "bugs": [b.to_dict() for b in bugs]}])
+        self.pool.broadcast(Known(({"settle": coarse, "bugs": [b.to_dict() for b in bugs]},)))
 
     def _add_count(self, sig: str, n: int) -> None:
         if sig in self.stats.new:
@@ -440,7 +453,7 @@ class Campaign:
         elif sig != PENDING:
             self.stats.known_seen[sig] += n
 
-    def _settle_new(self, new: NewFinding, staging: Path | None, p: dict[str, Any]) -> None:
+    def _settle_new(self, new: NewFinding, staging: Path | None, p: Shrunk) -> None:
         """Save a shrunk bug nobody knows under its refined signature."""
         f = new.finding
         paths = frozenset(f["identity_paths"])
@@ -451,9 +464,9 @@ class Campaign:
             "by": "hypothesis",
             "cases": new.shrink_cases,
             "seconds": round(time.monotonic() - new.started, 1),
-            "confirmed": bool(p.get("confirmed")),
-            "cut_by_budget": bool(p.get("cut_by_budget")),
-            "complete": bool(p.get("complete")),
+            "confirmed": p.confirmed,
+            "cut_by_budget": p.cut_by_budget,
+            "complete": p.complete,
         }
         self._save(new, staging, info)
 
@@ -501,8 +514,8 @@ class Campaign:
         bug = KnownBug(finding["coarse"], frozenset(), sig)
         self.known.add(bug)
         self.avoid.append(died.spec)
-        self.pool.broadcast("avoid", [died.spec])
-        self.pool.broadcast("known", [bug.to_dict()])
+        self.pool.broadcast(Avoid((died.spec,)))
+        self.pool.broadcast(Known((bug.to_dict(),)))
         # Saved at once, unreduced (a kill during the reduction must not lose it); the
         # reduced spec replaces it.
         self._save(new, None, {"by": "reducer", "provisional": True})
@@ -518,7 +531,7 @@ class Campaign:
         tried = [0]
         best = [ProgramSpec.from_json(died.spec or "")]
 
-        def same_death(r: Any) -> bool:
+        def same_death(r: Done | Died) -> bool:
             if not (isinstance(r, Died) and r.kind == died.kind and r.phase == died.phase):
                 return False
             if died.kind == "hang":

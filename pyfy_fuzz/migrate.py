@@ -32,10 +32,10 @@ from oracles.identity import aspect_of, difference_of, normalise_message, severi
 
 from .corpus import CASE, FORMAT, OLD_FORMATS, Corpus, Entry
 from .entry import entry_files
-from .pool import Died
 from .replay import run_specs
 from .repro import check_repro, repro_record
 from .schema.case import CaseRecord
+from .schema.messages import Died, Done
 from .trace import TRACE_DIR
 
 __all__ = ["MigrateReport", "migrate", "old_entries", "render"]
@@ -65,7 +65,7 @@ def old_entries(root: Path) -> list[Entry]:
     return found
 
 
-def _finding_from_result(case: dict[str, Any], result: Any) -> Finding | None:
+def _finding_from_result(case: dict[str, Any], result: Done | Died | None) -> Finding | None:
     """The finding of a re-run that is the old entry's bug: same kind, oracle and subject,
     the same exception type first."""
     if isinstance(result, Died):
@@ -75,7 +75,9 @@ def _finding_from_result(case: dict[str, Any], result: Any) -> Finding | None:
                 case.get("exc_type"),
             )  # fmt: skip
         return None
-    found = [Finding.from_dict(f) for f in result.get("findings", ())]
+    if result is None:
+        return None
+    found = [Finding.from_dict(f) for f in result.outcome.findings]
     same = [f for f in found if (f.kind, f.oracle, f.subject) == _kos(case)]
     same.sort(key=lambda f: f.exc_type != case.get("exc_type"))
     return same[0] if same else next((f for f in found if _moved(case, f)), None)
@@ -161,7 +163,7 @@ def migrate(root: Path, *, workers: int = 1, case_timeout: float = 120.0) -> Mig
     corpus = Corpus.open(root, create=False)
     old = old_entries(root)
     report = MigrateReport()
-    results: dict[Path, Any] = {}
+    results: dict[Path, Done | Died] = {}
     traces = {e.path: corpus.new_staging() / TRACE_DIR for e in old}
     run_specs(
         old,

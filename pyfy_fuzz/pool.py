@@ -26,10 +26,29 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
+from .schema.messages import (
+    BETWEEN_CASES,
+    Avoid,
+    Bye,
+    Command,
+    Died,
+    DiedKind,
+    Done,
+    Exited,
+    Explore,
+    Known,
+    PhaseStarted,
+    PoolMessage,
+    Ready,
+    RunJob,
+    Serve,
+    Started,
+    Stop,
+)
 from .worker import WorkerConfig, rss_bytes
 
 __all__ = [
-    "Died",
+    "Died",  # re-exported from schema.messages: callers of the pool meet it here
     "Event",
     "mp_context",
     "Pool",
@@ -54,22 +73,18 @@ class WorkerStartError(Exception):
     an environment problem, not a finding."""
 
 
-@dataclass
-class Died:
-    """A case that took its worker down."""
-
-    kind: str  # interpreter-crash | hang
-    reason: str  # "SIGSEGV", "exit 1", "timeout after 60 s", "memory 5.0 GiB > 4.0 GiB"
-    phase: str | None  # the runner stage that was running
-    spec: str | None  # the spec (JSON) that was running
-    log_tail: str = ""
-
-
-@dataclass
+@dataclass(frozen=True)
 class Event:
+    """What a slot's worker said (a `Report`), or what the pool saw happen to it (`Died`,
+    `Exited`): schema/messages.py."""
+
     slot: int
-    tag: str  # a worker message tag, or "died" (payload: Died) / "exited" (payload: reason)
-    payload: Any
+    message: PoolMessage
+
+    @property
+    def gone(self) -> bool:
+        """The slot's worker is gone (died or exited): the caller refills the slot."""
+        return isinstance(self.message, (Died, Exited))
 
 
 @dataclass
@@ -84,14 +99,14 @@ class _Slot:
     phase: str | None = None
     started: float = 0.0
     said_bye: str | None = None
-    kill_reason: tuple[str, str] | None = None  # (kind, reason) when the pool killed it
+    kill_reason: tuple[DiedKind, str] | None = None  # (kind, reason) when the pool killed it
     log_path: Path | None = None
     ready: bool = False
     failed_starts: int = 0  # deaths before "ready", in a row
     told_to_stop: bool = False
-    # "known"/"avoid" for an explore worker, merged and sent when it is between cases: a send
-    # to a worker stuck in a case could fill the pipe and block the thread enforcing timeouts.
-    outbox: dict[str, list[Any]] = field(default_factory=dict)
+    # Known/Avoid items for an explore worker, merged and sent when it is between cases
+    # (Note [Messages between cases] in schema/messages.py).
+    outbox: dict[type[Known | Avoid], list[Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -101,8 +116,8 @@ class Pool:
     case_timeout: float = 60.0
     rss_hard_bytes: int = 6 << 30
     slots: list[_Slot] = field(default_factory=list)
-    _jobs: deque[tuple[int, str, dict[str, Any]]] = field(default_factory=deque)
-    _futures: dict[int, Future[Any]] = field(default_factory=dict)
+    _jobs: deque[RunJob] = field(default_factory=deque)
+    _futures: dict[int, Future[Done | Died]] = field(default_factory=dict)
     _ids: Any = field(default_factory=itertools.count)
     _last_rss_check: float = 0.0
     _stopping: bool = False
@@ -111,8 +126,8 @@ class Pool:
         self.slots = [_Slot(i) for i in range(self.size)]
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self, index: int, mode: str, command: Any = None) -> None:
-        """(Re)start slot `index` in `mode` ("explore" with `command` = its job, or "serve")."""
+    def start(self, index: int, first: Explore | Serve) -> None:
+        """(Re)start slot `index`, exploring or serving (its `first` command)."""
         slot = self.slots[index]
         self._reap(slot)
         config = self.config_for(index)
@@ -123,46 +138,48 @@ class Pool:
         )
         proc.start()
         child.close()
-        slot.mode, slot.proc, slot.conn = mode, proc, parent
+        slot.mode = "serve" if isinstance(first, Serve) else "explore"
+        slot.proc, slot.conn = proc, parent
         slot.incarnation += 1
         slot.spec = slot.phase = slot.said_bye = slot.kill_reason = None
         slot.job = None
         slot.ready = slot.told_to_stop = False
         slot.outbox = {}
-        parent.send((mode, command))
+        parent.send(first)
 
     def alive(self, index: int) -> bool:
         p = self.slots[index].proc
         return p is not None and p.is_alive()
 
-    def send(self, index: int, tag: str, payload: Any = None) -> None:
+    def send(self, index: int, command: Command) -> None:
         conn = self.slots[index].conn
         if conn is not None and self.alive(index):
             try:
-                conn.send((tag, payload))
+                conn.send(command)
             except (BrokenPipeError, OSError):
                 pass  # it is dying; poll() will report it
 
     def broadcast(
-        self, tag: str, payload: list[Any], *, exclude: int | None = None, only: int | None = None
+        self, command: Known | Avoid, *, exclude: int | None = None, only: int | None = None
     ) -> None:
-        """Tell every explore worker (or `only` one; `tag` "known" or "avoid"); queued, merged
-        in order, and sent when the worker next reports between cases. Serve workers run what
-        they are sent and need neither."""
+        """Tell every explore worker (or `only` one); queued, merged in order, and sent when
+        the worker next reports between cases. Serve workers run what they are sent and need
+        neither."""
+        items = command.items if isinstance(command, Known) else command.specs
         for s in self.slots:
             if only is not None and s.index != only:
                 continue
             if s.index != exclude and s.mode == "explore":
-                s.outbox.setdefault(tag, []).extend(payload)
+                s.outbox.setdefault(type(command), []).extend(items)
 
     def tell_stop(self, index: int) -> None:
         self.slots[index].told_to_stop = True
-        self.send(index, "stop")
+        self.send(index, Stop())
 
     def _flush(self, s: _Slot) -> None:
-        for tag, items in s.outbox.items():
+        for kind, items in s.outbox.items():
             if items:
-                self.send(s.index, tag, items)
+                self.send(s.index, kind(tuple(items)))
         s.outbox = {}
 
     def stop(self, grace: float) -> list[Event]:
@@ -180,7 +197,9 @@ class Pool:
         end = time.monotonic() + grace
         while any(self.alive(s.index) for s in self.slots) and time.monotonic() < end:
             got = self.poll(0.2, enforce=False)
-            events.extend(e for e in got if not (e.tag == "died" and e.slot in abandoned))
+            events.extend(
+                e for e in got if not (isinstance(e.message, Died) and e.slot in abandoned)
+            )
             now = time.monotonic()
             for s in self.slots:
                 if self._over_time(s, now) and self.alive(s.index):
@@ -190,7 +209,7 @@ class Pool:
             if self.alive(s.index):
                 s.proc.kill()
         for s in self.slots:
-            events.extend(e for e in self._drain(s) if e.tag != "died")
+            events.extend(e for e in self._drain(s) if not isinstance(e.message, Died))
             self._reap(s)
         for fut in self._futures.values():
             if not fut.done():
@@ -205,13 +224,20 @@ class Pool:
         slot.proc = slot.conn = None
 
     # -- serve jobs ------------------------------------------------------------------------
-    def submit(self, spec_json: str, **options: Any) -> Future[Any]:
-        """Run a spec on a serve worker (options: backend, impl, trace_dir: where to keep the
-        run's structured trace); resolves to the result dict or a `Died`."""
+    def submit(
+        self,
+        spec_json: str,
+        *,
+        backend: str | None = None,
+        impl: str | None = None,
+        trace_dir: str | None = None,
+    ) -> Future[Done | Died]:
+        """Run a spec on a serve worker (`RunJob` says what the options mean); resolves to its
+        `Done` or a `Died`."""
         job = next(self._ids)
-        fut: Future[Any] = Future()
+        fut: Future[Done | Died] = Future()
         self._futures[job] = fut
-        self._jobs.append((job, spec_json, options))
+        self._jobs.append(RunJob(job, spec_json, backend, impl, trace_dir))
         return fut
 
     def _dispatch(self) -> None:
@@ -225,11 +251,11 @@ class Pool:
                 and not s.told_to_stop
                 and self.alive(s.index)
             ):
-                job, spec_json, options = self._jobs.popleft()
-                s.job = job
-                s.spec = spec_json
+                run = self._jobs.popleft()
+                s.job = run.job
+                s.spec = run.spec
                 s.started = time.monotonic()
-                self.send(s.index, "run", (job, spec_json, options))
+                self.send(s.index, run)
 
     # -- watching --------------------------------------------------------------------------
     def poll(self, timeout: float, *, enforce: bool = True) -> list[Event]:
@@ -263,34 +289,33 @@ class Pool:
             try:
                 if not conn.poll():
                     break
-                tag, payload = conn.recv()
+                message = conn.recv()
             except (EOFError, OSError):
                 break
-            events.append(self._on_message(s, tag, payload))
+            events.append(self._on_message(s, message))
         if exited:
             events.extend(self._on_exit(s))
         return events
 
-    def _on_message(self, s: _Slot, tag: str, payload: Any) -> Event:
-        if tag in ("ready", "done", "shrunk"):  # between cases: it reads its pipe next
+    def _on_message(self, s: _Slot, message: PoolMessage) -> Event:
+        if isinstance(message, BETWEEN_CASES):  # it reads its pipe next
             self._flush(s)
-        if tag == "ready":
+        if isinstance(message, Ready):
             s.ready, s.failed_starts = True, 0
-        elif tag == "start":
-            s.spec, s.phase, s.started = payload["spec"], None, time.monotonic()
-        elif tag == "phase":
-            s.phase = payload
-        elif tag == "done":
+        elif isinstance(message, Started):
+            s.spec, s.phase, s.started = message.spec, None, time.monotonic()
+        elif isinstance(message, PhaseStarted):
+            s.phase = message.phase
+        elif isinstance(message, Done):
             s.spec = None
-            job = payload.get("job")
-            if job is not None:
+            if message.job is not None:
                 s.job = None
-                fut = self._futures.pop(job, None)
+                fut = self._futures.pop(message.job, None)
                 if fut is not None and not fut.done():
-                    fut.set_result(payload)
-        elif tag == "bye":
-            s.said_bye = payload
-        return Event(s.index, tag, payload)
+                    fut.set_result(message)
+        elif isinstance(message, Bye):
+            s.said_bye = message.reason
+        return Event(s.index, message)
 
     def _on_exit(self, s: _Slot) -> list[Event]:
         proc = s.proc
@@ -304,14 +329,14 @@ class Pool:
                     "`if __name__ == '__main__':` guard)\n" + _tail(s.log_path, 1500)
                 )
         if s.said_bye is not None and s.spec is None:
-            ev = Event(s.index, "exited", s.said_bye)
+            ev = Event(s.index, Exited(s.said_bye))
         else:
             if s.kill_reason is not None:
                 kind, reason = s.kill_reason
             else:
                 kind, reason = "interpreter-crash", _exit_reason(proc.exitcode)
             died = Died(kind, reason, s.phase, s.spec, _tail(s.log_path))
-            ev = Event(s.index, "died", died)
+            ev = Event(s.index, died)
             if s.job is not None:
                 fut = self._futures.pop(s.job, None)
                 if fut is not None and not fut.done():

@@ -27,7 +27,8 @@ from typing import Any
 from generators import spec_from_dict
 
 from .corpus import CASE, Corpus, Entry, Problem
-from .pool import Died, Pool
+from .pool import Pool
+from .schema.messages import Died, Done, Serve
 from .worker import WorkerConfig
 
 __all__ = [
@@ -96,7 +97,7 @@ def collect(paths: list[Path]) -> tuple[list[Entry], list[Problem]]:
     return sorted(entries.values(), key=lambda e: e.signature), problems
 
 
-def _matches(case: dict[str, Any], result: Any) -> tuple[bool | None, str]:
+def _matches(case: dict[str, Any], result: Done | Died) -> tuple[bool | None, str]:
     """(reproduced?, detail); None when the replay could not judge: the worker died for
     another reason, pyfy-fuzz raised, or the case was discarded -- never a pass."""
     if case["kind"] in ("interpreter-crash", "hang"):
@@ -107,7 +108,8 @@ def _matches(case: dict[str, Any], result: Any) -> tuple[bool | None, str]:
         return False, "the worker survived"
     if isinstance(result, Died):
         return None, f"the worker died ({result.kind}: {result.reason} during {result.phase})"
-    hits = [f for f in result["findings"] if f.get("coarse") == case["coarse"]]
+    r = result.outcome
+    hits = [f for f in r.findings if f.get("coarse") == case["coarse"]]
     if hits:
         exact = [f for f in hits if f["signature"] == case["signature"]]
         f = (exact or hits)[0]
@@ -116,10 +118,10 @@ def _matches(case: dict[str, Any], result: Any) -> tuple[bool | None, str]:
         if not exact:
             first = f"with other wrapper paths ({', '.join(f.get('identity_paths', ()))}): {first}"
         return True, first[:160]
-    if result["status"] != "ok":
-        why = result.get("reason") or result.get("traceback", "")[-200:]
-        return None, f"could not compare ({result['status']}): {why}"
-    others = ", ".join(sorted(f["signature"] for f in result["findings"])) or "no findings"
+    if r.status != "ok":
+        why = r.reason or r.traceback[-200:]
+        return None, f"could not compare ({r.status}): {why}"
+    others = ", ".join(sorted(f["signature"] for f in r.findings)) or "no findings"
     return False, f"not reproduced ({others})"
 
 
@@ -157,10 +159,10 @@ def replay(
             spec_from_dict(e.case["spec"])  # validated by collect; cheap
             runnable.append(e)
 
-    def judge(e: Entry, result: Any) -> None:
+    def judge(e: Entry, result: Done | Died) -> None:
         reproduced, detail = _matches(e.case, result)
         verdict = _verdict(e.case["expected"], reproduced)
-        took = result.get("total_s", 0.0) if isinstance(result, dict) else 0.0
+        took = result.outcome.total_s if isinstance(result, Done) else 0.0
         outcome = ReplayOutcome(e, verdict, detail, took)
         report.outcomes.append(outcome)
         if on_outcome is not None:
@@ -173,7 +175,7 @@ def replay(
 
 def run_specs(
     entries: list[Entry],
-    on_result: Callable[[Entry, Any], None],
+    on_result: Callable[[Entry, Done | Died], None],
     *,
     workers: int = 1,
     device: str = "cpu",
@@ -182,7 +184,7 @@ def run_specs(
     trace_dirs: dict[Path, Path] | None = None,
 ) -> None:
     """Run each entry's spec once on serve workers (its backend, its implementation unless
-    `impl` names one) and hand `on_result` the worker's result dict, or a `Died`.
+    `impl` names one) and hand `on_result` the worker's `Done`, or a `Died`.
     `trace_dirs`: per entry path, where to keep the run's structured trace."""
     if not entries:
         return
@@ -202,7 +204,7 @@ def run_specs(
 
     pool = Pool(n, config_for, case_timeout=case_timeout)
     for i in range(n):
-        pool.start(i, "serve")
+        pool.start(i, Serve())
     futures = []
     for e in runnable:
         fut = pool.submit(
@@ -217,8 +219,8 @@ def run_specs(
         pending = list(futures)
         while pending:
             for ev in pool.poll(0.25):
-                if ev.tag in ("died", "exited"):
-                    pool.start(ev.slot, "serve")
+                if ev.gone:
+                    pool.start(ev.slot, Serve())
             still = []
             for e, fut in pending:
                 if not fut.done():

@@ -14,7 +14,7 @@ Two modes, chosen by the first command:
   after kill -9 replays them first and finishes the shrink.
 - ``serve``: run the specs the campaign sends (replay, reducing crashes) and reply.
 
-Messages to the campaign are tuples ``(tag, payload)``; see `_Channel`.
+Messages both ways are the frozen dataclasses of `schema/messages.py`; see `_Channel`.
 """
 
 from __future__ import annotations
@@ -42,6 +42,26 @@ from oracles import Finding
 from oracles.identity import PENDING, KnownBug, KnownBugs
 
 from .runner import run_case
+from .schema.messages import (
+    Avoid,
+    Bye,
+    CaseOutcome,
+    Done,
+    Explore,
+    FindingDict,
+    Found,
+    Improved,
+    Known,
+    Note,
+    PhaseStarted,
+    Ready,
+    Report,
+    RunJob,
+    Serve,
+    Shrunk,
+    Started,
+    Stop,
+)
 from .subjects import BundledPythonify, PythonifyImpl
 from .trace import TRACE_DIR, structured_trace, tlparse_index
 
@@ -145,29 +165,29 @@ class _Channel:
         self.avoid: set[str] = set()
         self.stopping = False
 
-    def send(self, tag: str, payload: Any = None) -> None:
+    def send(self, message: Report) -> None:
         try:
-            self.conn.send((tag, payload))
+            self.conn.send(message)
         except OSError:  # the campaign is gone (killed): nothing left to work for
             os._exit(0)
 
     def poll(self) -> None:
-        """Drain commands: ('known', [items]) -- in order, a KnownBug dict to add, or
-        {"settle": coarse, "bugs": [...]}: all that is known of a coarse key once its shrink
-        ended --, ('avoid', [spec json]), ('stop', None)."""
+        """Drain the commands sent between cases: Known, Avoid, Stop."""
         while self.conn.poll():
-            tag, payload = self.conn.recv()
-            if tag == "known":
-                for item in payload:
-                    if "settle" in item:
-                        bugs = [KnownBug.from_dict(d) for d in item["bugs"]]
-                        self.known.settle(item["settle"], bugs)
-                    else:
-                        self.known.add(KnownBug.from_dict(item))
-            elif tag == "avoid":
-                self.avoid.update(payload)
-            elif tag == "stop":
-                self.stopping = True
+            self.take(self.conn.recv())
+
+    def take(self, command: object) -> None:
+        if isinstance(command, Known):
+            for item in command.items:
+                if "settle" in item:
+                    bugs = [KnownBug.from_dict(d) for d in item["bugs"]]
+                    self.known.settle(item["settle"], bugs)
+                else:
+                    self.known.add(KnownBug.from_dict(item))
+        elif isinstance(command, Avoid):
+            self.avoid.update(command.specs)
+        elif isinstance(command, Stop):
+            self.stopping = True
 
 
 def die_with_parent() -> None:
@@ -202,12 +222,12 @@ def main(conn: Connection, config: WorkerConfig) -> None:
     ch.avoid.update(config.avoid)
     impl = make_impl(config.impl)
     cov = _start_coverage(config.coverage_dir) if config.coverage_dir else None
-    ch.send("ready", os.getpid())
-    tag, payload = conn.recv()
+    ch.send(Ready(os.getpid()))
+    first = conn.recv()
     try:
-        if tag == "explore":
-            reason = _explore(ch, config, impl, payload)
-        elif tag == "serve":
+        if isinstance(first, Explore):
+            reason = _explore(ch, config, impl, first)
+        elif isinstance(first, Serve):
             reason = _serve(ch, config, impl)
         else:
             reason = "stopped"
@@ -217,7 +237,7 @@ def main(conn: Connection, config: WorkerConfig) -> None:
         if cov is not None:  # a worker that dies loses its share; recycling bounds the loss
             cov.stop()
             cov.save()
-    ch.send("bye", reason)
+    ch.send(Bye(reason))
 
 
 def coverage_include() -> list[str]:
@@ -257,7 +277,7 @@ def _run(
     spec: ProgramSpec,
     workdir: str | None = None,
     backend: str | None = None,
-) -> dict[str, Any]:
+) -> CaseOutcome:
     """One case; the result as plain data. A pyfy-fuzz exception becomes a harness-error
     finding (the case's spec is what a developer needs to fix it)."""
     try:
@@ -267,28 +287,27 @@ def _run(
             device=config.device,
             impl=impl,
             workdir=workdir or config.workdir,
-            on_phase=lambda name: ch.send("phase", name),
+            on_phase=lambda name: ch.send(PhaseStarted(name)),
         )
     except Exception as exc:
-        return {
-            "status": "error",
-            "findings": [_harness_finding(exc).to_dict()],
-            "wrapper_paths": [],
-            "family": spec.family,
-            "traceback": traceback.format_exc()[-4000:],
-        }
+        return CaseOutcome(
+            "error",
+            spec.family,
+            findings=(_harness_finding(exc).to_dict(),),
+            traceback=traceback.format_exc()[-4000:],
+        )
     finally:
         torch._dynamo.reset()
-    return {
-        "status": r.status,
-        "findings": [f.to_dict() for f in r.findings],
-        "wrapper_paths": list(r.wrapper_paths),
-        "unsupported": r.unsupported,
-        "reason": r.reason,
-        "family": spec.family,
-        "excused": list(r.excused),
-        "total_s": r.timings.get("total_s", 0.0),
-    }
+    return CaseOutcome(
+        r.status,
+        spec.family,
+        findings=tuple(f.to_dict() for f in r.findings),
+        wrapper_paths=tuple(r.wrapper_paths),
+        unsupported=r.unsupported,
+        reason=r.reason,
+        excused=tuple(r.excused),
+        total_s=r.timings.get("total_s", 0.0),
+    )
 
 
 def _harness_finding(exc: BaseException) -> Finding:
@@ -320,24 +339,22 @@ def _serve(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl) -> str:
     cases = 0
     impls: dict[str, PythonifyImpl] = {config.impl: impl}  # replay: each entry's own
     while True:
-        tag, payload = ch.conn.recv()
-        if tag == "stop":
+        command = ch.conn.recv()
+        if isinstance(command, Stop):
             return "stopped"
-        if tag != "run":
+        if not isinstance(command, RunJob):
             continue  # nothing else concerns a serve worker
-        job_id, spec_json, options = payload
-        spec = ProgramSpec.from_json(spec_json)
-        ch.send("start", {"spec": spec_json, "job": job_id})
-        name = options.get("impl") or config.impl
+        spec = ProgramSpec.from_json(command.spec)
+        ch.send(Started(command.spec, job=command.job))
+        name = command.impl or config.impl
         if name not in impls:
             impls[name] = make_impl(name)
-        trace = options.get("trace_dir")
+        trace = command.trace_dir
         with structured_trace(Path(trace)) if trace else contextlib.nullcontext():
-            result = _run(ch, config, impls[name], spec, backend=options.get("backend"))
+            outcome = _run(ch, config, impls[name], spec, backend=command.backend)
         if trace:
             tlparse_index(Path(trace))
-        result["job"] = job_id
-        ch.send("done", result)
+        ch.send(Done(outcome, command.spec, job=command.job))
         cases += 1
         why = _recycle_reason(config, cases)
         if why:
@@ -350,7 +367,7 @@ class _Run:
     that bug (its coarse key: Note [Bug identity] in oracles/identity.py) and nothing else."""
 
     target: str | None = None  # the coarse key being shrunk
-    best: tuple[str, dict[str, Any]] | None = None  # (spec JSON, finding)
+    best: tuple[str, FindingDict] | None = None  # (spec JSON, finding)
     shrink_end: float = 0.0
     shrink_cases: int = 0  # cases Hypothesis ran on the target so far
     recycle: str | None = None
@@ -384,22 +401,22 @@ class _Explorer:
         spec_json = spec.to_json()
         if spec_json in ch.avoid:
             return  # it killed a worker before; the campaign already has it
-        ch.send("start", {"spec": spec_json, "shrinking": run.target})
-        result = _run(ch, self.config, self.impl, spec)
+        ch.send(Started(spec_json, shrinking=run.target))
+        outcome = _run(ch, self.config, self.impl, spec)
         self.cases += 1
         run.shrink_cases += run.target is not None
-        ch.send("done", {**result, "shrinking": run.target, "spec": spec_json})
-        found = {f["coarse"]: f for f in reversed(result["findings"])}  # first one wins
+        ch.send(Done(outcome, spec_json, shrinking=run.target))
+        found = {f["coarse"]: f for f in reversed(outcome.findings)}  # first one wins
         if run.target is None:
-            new = [f["coarse"] for f in result["findings"] if ch.known.match(f) is None]
+            new = [f["coarse"] for f in outcome.findings if ch.known.match(f) is None]
             if not new:
                 return
             run.target = new[0]
             # Hypothesis gets half the shrink time; the spec reducer polishes with the rest.
             run.shrink_end = time.monotonic() + HYPOTHESIS_SHARE * self.config.shrink_seconds
-            ch.send("found", {"finding": found[run.target], "spec": spec_json})
+            ch.send(Found(found[run.target], spec_json))
         elif run.target in found:
-            ch.send("improved", {"finding": found[run.target], "spec": spec_json})
+            ch.send(Improved(found[run.target], spec_json))
         else:
             return
         run.best = (spec_json, found[run.target])
@@ -408,10 +425,10 @@ class _Explorer:
         raise _Interesting(run.target)
 
 
-def _explore(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl, job: dict[str, Any]) -> str:
+def _explore(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl, job: Explore) -> str:
     """Hypothesis runs until the deadline, recycling or stop; each run ends at a finding
     (shrunk, reported) and the next starts with a derived seed."""
-    explorer = _Explorer(ch, config, impl, job["deadline"])  # monotonic: system-wide on Linux
+    explorer = _Explorer(ch, config, impl, job.deadline)  # monotonic: system-wide on Linux
     database = DirectoryBasedExampleDatabase(config.database) if config.database else None
     strategy = programs(config.wrappers, max_ops=config.max_ops, max_inputs=config.max_inputs)
     for restart in itertools.count():
@@ -429,13 +446,13 @@ def _explore(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl, job: dict[
             verbosity=Verbosity.quiet,
             print_blob=False,
             derandomize=False,
-        )(seed(_sub_seed(job["seed"], restart))(given(strategy)(explorer.one)))
+        )(seed(_sub_seed(job.seed, restart))(given(strategy)(explorer.one)))
         try:
             test()
         except (_Interesting, _Abandon):
             pass
         except Exception as exc:  # Flaky (the target did not reproduce), a generator error
-            ch.send("note", f"hypothesis run ended: {type(exc).__name__}: {str(exc)[:200]}")
+            ch.send(Note(f"hypothesis run ended: {type(exc).__name__}: {str(exc)[:200]}"))
         except _Stop:
             if run.best is not None:
                 _shrunk(ch, config, impl, run.best, polish=False)
@@ -454,8 +471,8 @@ def _polish(
     config: WorkerConfig,
     impl: PythonifyImpl,
     spec_json: str,
-    finding: dict[str, Any],
-) -> tuple[str, dict[str, Any], str]:
+    finding: FindingDict,
+) -> tuple[str, FindingDict, str]:
     from .shrink import reduce
 
     target = finding["coarse"]
@@ -468,13 +485,13 @@ def _polish(
         candidate = spec.to_json()
         if candidate in ch.avoid:
             return False
-        ch.send("start", {"spec": candidate, "shrinking": target})
-        result = _run(ch, config, impl, spec)
-        ch.send("done", {**result, "shrinking": target, "spec": candidate})
-        hit = [f for f in result["findings"] if f["coarse"] == target]
+        ch.send(Started(candidate, shrinking=target))
+        outcome = _run(ch, config, impl, spec)
+        ch.send(Done(outcome, candidate, shrinking=target))
+        hit = [f for f in outcome.findings if f["coarse"] == target]
         if hit:
             best[0] = (candidate, hit[0])
-            ch.send("improved", {"finding": hit[0], "spec": candidate})
+            ch.send(Improved(hit[0], candidate))
         return bool(hit)
 
     deadline = time.monotonic() + (1.0 - HYPOTHESIS_SHARE) * config.shrink_seconds
@@ -494,7 +511,7 @@ def _shrunk(
     ch: _Channel,
     config: WorkerConfig,
     impl: PythonifyImpl,
-    best: tuple[str, dict[str, Any]],
+    best: tuple[str, FindingDict],
     *,
     polish: bool,
 ) -> None:
@@ -507,30 +524,30 @@ def _shrunk(
     if polish:
         spec_json, finding, stopped = _polish(ch, config, impl, spec_json, finding)
     staging = None
-    result: dict[str, Any] = {"findings": []}
+    findings: tuple[FindingDict, ...] = ()
     if config.corpus_root is not None:
         from .corpus import staging_name
 
         staging = os.path.join(config.corpus_root, staging_name(config.owner_pid))
         os.mkdir(staging)
-        ch.send("start", {"spec": spec_json, "shrinking": finding["coarse"]})
+        ch.send(Started(spec_json, shrinking=finding["coarse"]))
         # The entry keeps the compile's structured trace (what TORCH_TRACE writes), and
         # tlparse's HTML index of it where tlparse is installed.
         with structured_trace(Path(staging) / TRACE_DIR):
-            result = _run(ch, config, impl, ProgramSpec.from_json(spec_json), workdir=staging)
+            outcome = _run(ch, config, impl, ProgramSpec.from_json(spec_json), workdir=staging)
         tlparse_index(Path(staging) / TRACE_DIR)
-        ch.send("done", {**result, "shrinking": finding["coarse"], "spec": spec_json})
-    again = [f for f in result["findings"] if f["coarse"] == finding["coarse"]]
+        ch.send(Done(outcome, spec_json, shrinking=finding["coarse"]))
+        findings = outcome.findings
+    again = [f for f in findings if f["coarse"] == finding["coarse"]]
     ch.send(
-        "shrunk",
-        {
+        Shrunk(
             # The staging run's finding names the entry: its paths are the shrunk program's.
-            "finding": again[0] if again else finding,
-            "spec": spec_json,
-            "staging": staging,
-            "confirmed": bool(again),
-            "cut_by_budget": not polish,
-            "complete": stopped == "fixpoint",  # no candidate of the reducer still fails
-            "also": [f for f in result["findings"] if f["coarse"] != finding["coarse"]],
-        },
+            finding=again[0] if again else finding,
+            spec=spec_json,
+            staging=staging,
+            confirmed=bool(again),
+            cut_by_budget=not polish,
+            complete=stopped == "fixpoint",  # no candidate of the reducer still fails
+            also=tuple(f for f in findings if f["coarse"] != finding["coarse"]),
+        )
     )

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import pyfy_fuzz.schema
-from pyfy_fuzz.schema import case, finding, paths, spec
+from pyfy_fuzz.schema import case, finding, messages, paths, spec
 
 # Made unimportable in the child: torch, the generator under test, the other layers.
 _BLOCKED = ("torch", "generators", "oracles", "pyfy_fuzz.pythonify", "hypothesis")
@@ -32,6 +32,10 @@ def test_the_schema_imports_without_torch_or_any_other_layer() -> None:
         "import pyfy_fuzz.schema.spec as spec\n"
         "import pyfy_fuzz.schema.finding as finding\n"
         "import pyfy_fuzz.schema.case as case\n"
+        "import pyfy_fuzz.schema.messages as m\n"
+        "import pickle\n"
+        "done = m.Done(m.CaseOutcome('ok', 'dedupe', wrapper_paths=('a/b',)), '{}', job=3)\n"
+        "assert pickle.loads(pickle.dumps(done)) == done\n"
         "f = finding.Finding('crash', 'exceptions', 'torch.compile', (), 'x', exc_type='E')\n"
         "assert finding.Finding.from_dict(f.to_dict()) == f\n"
         "assert s.ALL_PATHS and s.reached(['dedupe/duplicate_args'], 'dedupe')\n"
@@ -47,6 +51,7 @@ def test_the_schema_imports_without_torch_or_any_other_layer() -> None:
         "pyfy_fuzz.schema",
         "pyfy_fuzz.schema.case",
         "pyfy_fuzz.schema.finding",
+        "pyfy_fuzz.schema.messages",
         "pyfy_fuzz.schema.paths",
         "pyfy_fuzz.schema.spec",
     ]
@@ -54,7 +59,7 @@ def test_the_schema_imports_without_torch_or_any_other_layer() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", [pyfy_fuzz.schema, paths, spec, finding, case], ids=lambda m: m.__name__
+    "module", [pyfy_fuzz.schema, paths, spec, finding, case, messages], ids=lambda m: m.__name__
 )
 def test_all_is_the_public_surface_both_ways(module: types.ModuleType) -> None:
     """Every name in __all__ exists; every public name the module defines is in __all__."""
@@ -137,3 +142,19 @@ def test_an_unreadable_case_says_why(edit: Any, error: str) -> None:
     if "old format" in error:
         with pytest.raises(case.OldFormat):
             case.CaseRecord.from_json(data)
+
+
+def test_messages_are_frozen_and_check_what_they_carry() -> None:
+    """A message is data that crosses a pipe: nothing may change it on the way, and a
+    malformed one fails where it is made, not in the process that reads it."""
+    out = messages.CaseOutcome("ok", "dedupe")
+    with pytest.raises(AttributeError):
+        out.status = "discarded"  # type: ignore[misc]
+    with pytest.raises(ValueError, match="not a case status"):
+        messages.CaseOutcome("fine", "dedupe")
+    with pytest.raises(ValueError, match="harness-error finding"):
+        messages.CaseOutcome("error", "dedupe")
+    with pytest.raises(ValueError, match="cannot be complete"):
+        messages.Shrunk({}, "{}", None, confirmed=True, cut_by_budget=True, complete=True)
+    # the pool flushes what it holds for a worker exactly when one of these arrives
+    assert set(messages.BETWEEN_CASES) == {messages.Ready, messages.Done, messages.Shrunk}

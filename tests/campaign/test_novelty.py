@@ -13,6 +13,8 @@ from generators import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
 from oracles import Finding
 from oracles.identity import PENDING
 from pyfy_fuzz.campaign import MAX_SHRINKS_PER_COARSE, Campaign, CampaignConfig
+from pyfy_fuzz.pool import Event
+from pyfy_fuzz.schema.messages import CaseOutcome, Done, Found, Known, Report, Shrunk
 
 SPEC = ProgramSpec(
     family="input_mutation",
@@ -35,36 +37,49 @@ def _f(*paths: str) -> dict[str, Any]:
 def campaign(tmp_path: Path) -> Any:
     c = Campaign(CampaignConfig(budget_s=60, corpus=tmp_path / "corpus", progress="quiet"))
     c._repro_checks.put(None)  # no standalone repro runs in a bookkeeping test
-    c.sent: list[tuple[str, Any, Any]] = []  # type: ignore[misc]
-    c.pool.broadcast = lambda tag, items, exclude=None, only=None: c.sent.append(  # type: ignore[method-assign]
-        (tag, items, only)
+    c.sent: list[tuple[Known, int | None]] = []  # type: ignore[misc]
+    c.pool.broadcast = lambda command, exclude=None, only=None: c.sent.append(  # type: ignore[method-assign]
+        (command, only)
     )
     return c
 
 
+def _feed(c: Campaign, slot: int, message: Report) -> None:
+    c._handle(Event(slot, message), running=False)
+
+
+def _found(c: Campaign, slot: int, f: dict[str, Any]) -> None:
+    _feed(c, slot, Found(f, SPEC))
+
+
+def _done(c: Campaign, f: dict[str, Any]) -> None:
+    _feed(c, 0, Done(CaseOutcome("ok", "x", findings=(f,)), SPEC))
+
+
 def _shrunk(c: Campaign, slot: int, f: dict[str, Any]) -> None:
-    c._on_shrunk(slot, {"finding": f, "spec": SPEC, "staging": None, "confirmed": True})
+    _feed(c, slot, Shrunk(f, SPEC, None, confirmed=True, cut_by_budget=False, complete=False))
 
 
 def test_one_bug_is_shrunk_once_and_its_sightings_count_for_it(campaign: Any) -> None:
     big = _f("runtime/a", "runtime/b")
-    campaign._on_found(0, {"finding": big, "spec": SPEC})
+    _found(campaign, 0, big)
     assert list(campaign.stats.pending) == [big["coarse"]]
     # Another worker meets the same coarse key while slot 0 shrinks it: known (PENDING).
-    campaign._on_found(1, {"finding": _f("runtime/c"), "spec": SPEC})
-    assert campaign.sent[-1][2] == 1 and campaign.sent[-1][1][0]["signature"] == PENDING
+    _found(campaign, 1, _f("runtime/c"))
+    told, only = campaign.sent[-1]
+    assert only == 1 and told.items[0]["signature"] == PENDING
     small = _f("runtime/a")
     _shrunk(campaign, 0, small)
     assert list(campaign.stats.new) == [small["signature"]] and not campaign.stats.pending
     assert (campaign.corpus.root / small["signature"] / "case.json").is_file()
     # A bigger program with the shrunk one's paths is a sighting of it, not a new bug.
-    campaign._on_done({"status": "ok", "findings": [big], "family": "x"})
+    _done(campaign, big)
     assert campaign.stats.new[small["signature"]].count == 1
     # Without runtime/a it is not covered: shrunk again, saved as a second entry.
     other = _f("runtime/c", "runtime/d")
-    campaign._on_done({"status": "ok", "findings": [other], "family": "x"})
+    _done(campaign, other)
     assert campaign.known.match(other) is None
-    campaign._on_found(1, {"finding": other, "spec": SPEC})
+    _found(campaign, 1, other)
     _shrunk(campaign, 1, _f("runtime/c"))
     assert len(campaign.stats.new) == 2 == MAX_SHRINKS_PER_COARSE
     # Shrunk twice: from now on the coarse key is known, whatever the paths.
@@ -75,11 +90,11 @@ def test_one_bug_is_shrunk_once_and_its_sightings_count_for_it(campaign: Any) ->
 
 def test_a_smaller_shrink_folds_this_runs_bigger_entry(campaign: Any) -> None:
     first = _f("runtime/a", "runtime/b")
-    campaign._on_found(0, {"finding": first, "spec": SPEC})
+    _found(campaign, 0, first)
     _shrunk(campaign, 0, first)  # a shrink cut short: both paths kept
     path = campaign.stats.new[first["signature"]].path
     second = _f("runtime/b")  # the same bug without runtime/a
-    campaign._on_found(1, {"finding": second, "spec": SPEC})
+    _found(campaign, 1, second)
     _shrunk(campaign, 1, second)
     assert list(campaign.stats.new) == [second["signature"]] and campaign.stats.superseded == 1
     assert not path.exists()
@@ -88,8 +103,8 @@ def test_a_smaller_shrink_folds_this_runs_bigger_entry(campaign: Any) -> None:
 
 def test_a_shrink_that_ends_in_a_known_bug_is_merged(campaign: Any) -> None:
     known = _f("runtime/a")
-    campaign._on_found(0, {"finding": known, "spec": SPEC})
+    _found(campaign, 0, known)
     _shrunk(campaign, 0, known)
-    campaign._on_found(1, {"finding": _f("runtime/x"), "spec": SPEC})
+    _found(campaign, 1, _f("runtime/x"))
     _shrunk(campaign, 1, _f("runtime/a", "runtime/x"))  # the shrunk program still needs a
     assert list(campaign.stats.new) == [known["signature"]] and campaign.stats.merged == 1

@@ -9,6 +9,7 @@ import pytest
 
 from generators import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
 from pyfy_fuzz.pool import Died, Pool
+from pyfy_fuzz.schema.messages import Avoid, Bye, Done, Known, Serve
 from pyfy_fuzz.worker import WorkerConfig
 
 pytestmark = pytest.mark.slow  # starts the fork server (imports torch): ~5 s
@@ -43,26 +44,26 @@ def _wait(pool: Pool, fut, seconds: float = 120) -> tuple[object, list]:  # type
 
 def test_a_serve_worker_survives_broadcasts_and_runs_later_jobs(tmp_path: Path) -> None:
     pool = _pool(tmp_path)
-    pool.start(0, "serve")
+    pool.start(0, Serve())
     try:
         first, _ = _wait(pool, pool.submit(SPEC))
-        assert isinstance(first, dict) and first["status"] == "ok"
-        pool.broadcast("known", ["x.y.zzzzzzzzzzzz"])
-        pool.broadcast("avoid", [SPEC])
+        assert isinstance(first, Done) and first.outcome.status == "ok"
+        pool.broadcast(Known(({"coarse": "x.y.zzzzzzzzzzzz"},)))
+        pool.broadcast(Avoid((SPEC,)))
         second, events = _wait(pool, pool.submit(SPEC))
-        assert isinstance(second, dict) and second["status"] == "ok", second
-        assert not [e for e in events if e.tag in ("died", "exited", "bye")]
+        assert isinstance(second, Done) and second.outcome.status == "ok", second
+        assert not [e for e in events if e.gone or isinstance(e.message, Bye)]
     finally:
         pool.stop(5)
 
 
 def test_jobs_of_a_stopping_pool_are_cancelled_not_deaths(tmp_path: Path) -> None:
     pool = _pool(tmp_path)
-    pool.start(0, "serve")
+    pool.start(0, Serve())
     _wait(pool, pool.submit(SPEC))  # started and warm
     fut = pool.submit(SPEC)
     pool.stop(0)  # killed at once: the job was not judged
-    assert fut.cancelled() or isinstance(fut.result(), dict)
+    assert fut.cancelled() or isinstance(fut.result(), Done)
     assert not (fut.done() and not fut.cancelled() and isinstance(fut.result(), Died))
 
 
@@ -81,7 +82,7 @@ def test_a_stop_does_not_wait_its_grace_for_a_hanging_case(tmp_path: Path) -> No
     )
     pool = _pool(tmp_path)
     pool.case_timeout = 3.0
-    pool.start(0, "serve")
+    pool.start(0, Serve())
     pool.submit(hangs.to_json(), impl="tests.campaign.impls:float64_hangs")
     end = time.monotonic() + 120
     while pool.slots[0].spec is None and time.monotonic() < end:
@@ -90,4 +91,4 @@ def test_a_stop_does_not_wait_its_grace_for_a_hanging_case(tmp_path: Path) -> No
     t0 = time.monotonic()
     events = pool.stop(60)
     assert time.monotonic() - t0 < 3.0 + 10
-    assert not [e for e in events if e.tag == "died"]
+    assert not [e for e in events if isinstance(e.message, Died)]

@@ -8,6 +8,7 @@ import pytest
 
 from pyfy_fuzz.pool import Died
 from pyfy_fuzz.replay import _matches, _verdict
+from pyfy_fuzz.schema.messages import CaseOutcome, Done
 
 CASE = {
     "signature": "crash.exceptions.aaaaaaaaaaaa",
@@ -19,8 +20,9 @@ CASE = {
 }
 
 
-def _result(*findings: dict[str, Any], status: str = "ok") -> dict[str, Any]:
-    return {"status": status, "findings": list(findings), "reason": "nondeterministic"}
+def _result(*findings: dict[str, Any], status: str = "ok") -> Done:
+    outcome = CaseOutcome(status, "dedupe", findings=findings, reason="nondeterministic")
+    return Done(outcome, "{}")
 
 
 def _f(sig: str, **kw: Any) -> dict[str, Any]:
@@ -39,7 +41,7 @@ def _f(sig: str, **kw: Any) -> dict[str, Any]:
         (Died("interpreter-crash", "SIGSEGV", "pythonify", "{}"), None),
         (Died("hang", "timeout after 60 s", "compile", "{}"), None),
         (_result(status="discarded"), None),
-        (_result(status="error"), None),
+        (_result(_f("harness-error.harness.eeeeeeeeeeee", coarse="e0"), status="error"), None),
     ],
 )
 def test_matches(result: Any, reproduced: bool | None) -> None:
