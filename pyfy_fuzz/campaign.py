@@ -38,14 +38,15 @@ from .entry import entry_files
 from .limits import memory_limit
 from .pool import Event, Pool
 from .progress import make_progress
+from .schema.case import BUG_IN, OPTIONAL_FIELDS, BugIn, CaseRecord
 from .schema.case import FORMAT as CASE_FORMAT
-from .schema.case import OPTIONAL_FIELDS, CaseRecord
 from .schema.messages import (
     Avoid,
     Died,
     Done,
     Exited,
     Explore,
+    FindingDict,
     Found,
     Improved,
     Known,
@@ -130,7 +131,7 @@ REPRO_WAIT_S = 60.0
 class NewFinding:
     """A bug first seen in this run, and the smallest spec that shows it so far."""
 
-    finding: dict[str, Any]
+    finding: FindingDict
     spec: str
     size: tuple[int, ...]
     stream_seed: int | None
@@ -363,7 +364,7 @@ class Campaign:
         for f in r.findings:
             self._count(f)
 
-    def _count(self, f: dict[str, Any]) -> bool:
+    def _count(self, f: FindingDict) -> bool:
         """Count a sighting of `f` for the bug that covers it; False if none does (new)."""
         st = self.stats
         hit = self.known.match(f)
@@ -599,7 +600,7 @@ class Campaign:
         c = self.config
         staging = staging or self.corpus.new_staging()
         f = new.finding
-        bug_in = {"torch.compile": "torch", "eager": "torch"}.get(f["subject"], f["subject"])
+        bug_in: BugIn = BUG_IN[as_subject(f["subject"])]
         if bug_in == "pythonify" and c.impl == "torch":
             bug_in = "torch"  # the pythonify under test is torch's own
         mode = json.loads(new.spec).get("plan", {}).get("mode")

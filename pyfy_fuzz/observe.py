@@ -20,7 +20,7 @@ import os
 import re
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -53,7 +53,7 @@ __all__ = [
 # ---------------------------------------------------------------------------- records
 
 
-@dataclass
+@dataclass(frozen=True)
 class ExcObs:
     """An exception a subject raised: its type (with the names of its bases) and where."""
 
@@ -156,7 +156,7 @@ def unwrap_exception(exc: BaseException) -> BaseException:
     return exc
 
 
-@dataclass
+@dataclass(frozen=True)
 class TensorObs:
     type_name: str
     dtype: str
@@ -177,7 +177,7 @@ class TensorObs:
         return [v for _, t in self.inner for v in t.plain_values()]
 
 
-@dataclass
+@dataclass(frozen=True)
 class AliasObs:
     """How output `index` relates to the inputs (by name) and the other outputs."""
 
@@ -188,7 +188,7 @@ class AliasObs:
     shares_storage_with_outputs: tuple[int, ...]
 
 
-@dataclass
+@dataclass(frozen=True)
 class ProbeObs:
     """Output `index` mutated in place after the call: what raised, or what else changed."""
 
@@ -198,7 +198,7 @@ class ProbeObs:
     changed_outputs: tuple[int, ...] = ()
 
 
-@dataclass
+@dataclass(frozen=True)
 class CallObs:
     seed: int
     variant: str | None
@@ -218,9 +218,11 @@ class CallObs:
     recompile_reasons: tuple[str, ...] = ()
 
 
-@dataclass
+@dataclass(frozen=True)
 class SubjectObs:
-    """Everything one subject did with one program."""
+    """Everything one subject did with one program. Frozen, like the Evidence that holds it:
+    the oracles only read it, and a stage that wants another view (a run without its variant
+    call) makes one with `dataclasses.replace`."""
 
     subject: str
     setup_error: ExcObs | None = None
@@ -364,7 +366,7 @@ def _leaf_names(drive_module: Any, args: tuple[Any, ...], module: Any, named: li
     return names
 
 
-@dataclass
+@dataclass(frozen=True)
 class Target:
     """What a subject runs: `call(*args)`, and the nn.Module whose parameters are leaves."""
 
@@ -409,14 +411,13 @@ def observe_call(
     program: Program, target: Target, seed: int, variant: str | None
 ) -> tuple[CallObs, list[Any]]:
     """One call as the plan says; returns the observation and the live outputs."""
-    obs = CallObs(seed=seed, variant=variant)
     try:
         args = program.make_inputs(seed, variant)
     except Exception as exc:
         if variant is None:
             raise  # the program cannot build its own inputs: a pyfy-fuzz bug
-        obs.raised = ExcObs.of(exc, "inputs")  # this variant does not exist for the program
-        return obs, []
+        # this variant does not exist for the program
+        return CallObs(seed, variant, raised=ExcObs.of(exc, "inputs")), []
     module = target.module
     owner = module if module is not None else target.call
     named = named_inputs(args, module)
@@ -428,28 +429,37 @@ def observe_call(
         box["out"] = out
         return out
 
+    raised = None
     try:
         result = program.module.drive(call, args, seed, module=owner)
     except Exception as exc:
-        obs.raised = ExcObs.of(exc, "backward" if "out" in box else "call")
+        raised = ExcObs.of(exc, "backward" if "out" in box else "call")
         result = None
     torch.set_grad_enabled(True)
     out = box.get("out")
     leaves = pytree.tree_leaves(out) if "out" in box else []
-    obs.structure = str(pytree.tree_structure(out)) if "out" in box else ""
-    obs.outputs = [_leaf_out(x) for x in leaves]
-    obs.inputs_after = [(n, tensor_obs(x)) for n, x in named]
     tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
-    obs.aliasing = _aliasing(tensors, named)
-    obs.leaves = tuple(leaf_names)
+    obs = CallObs(
+        seed,
+        variant,
+        raised=raised,
+        structure=str(pytree.tree_structure(out)) if "out" in box else "",
+        outputs=[_leaf_out(x) for x in leaves],
+        inputs_after=[(n, tensor_obs(x)) for n, x in named],
+        aliasing=_aliasing(tensors, named),
+        leaves=tuple(leaf_names),
+    )
     if result is not None:
-        obs.grad_enabled_after = bool(result["grad_enabled_after"])
-        obs.grads = _grads(result["grads"])
         second = result["second"]
-        obs.second = (
-            ExcObs.of(second, "second_backward")
-            if isinstance(second, BaseException)
-            else _grads(second)
+        obs = replace(
+            obs,
+            grad_enabled_after=bool(result["grad_enabled_after"]),
+            grads=_grads(result["grads"]),
+            second=(
+                ExcObs.of(second, "second_backward")
+                if isinstance(second, BaseException)
+                else _grads(second)
+            ),
         )
     return obs, leaves
 
@@ -627,25 +637,39 @@ def autograd_order(program: Program, target: Target, seed: int) -> list[tuple[st
 def observe_subject(program: Program, target: Target, *, probes: bool = True) -> SubjectObs:
     """Run the whole plan on `target`; see the module docstring."""
     plan = program.plan
-    obs = SubjectObs(subject=target.name)
+    calls: list[CallObs] = []
     live: list[list[Any]] = []
     for seed in range(plan.calls):
         call_obs, outs = observe_call(program, target, seed, None)
-        obs.calls.append(call_obs)
+        calls.append(call_obs)
         live.append(outs)
-    for call_obs, outs in zip(obs.calls, live, strict=True):
-        call_obs.outputs_later = [_leaf_out_later(x) for x in outs]
+    calls = [
+        replace(c, outputs_later=[_leaf_out_later(x) for x in outs])
+        for c, outs in zip(calls, live, strict=True)
+    ]
     del live
+    variant = None
     if plan.variant is not None:  # before the probes, which may change module state
         graphs, reasons = _dynamo_graphs(), _guard_failures()
-        obs.variant, _ = observe_call(program, target, 0, plan.variant)
-        obs.variant.recompiled = _dynamo_graphs() > graphs
-        obs.variant.recompile_reasons = _guard_failures_since(reasons)
+        variant, _ = observe_call(program, target, 0, plan.variant)
+        variant = replace(
+            variant,
+            recompiled=_dynamo_graphs() > graphs,
+            recompile_reasons=_guard_failures_since(reasons),
+        )
+    mutation: list[ProbeObs] | ExcObs | None = None
+    version: ExcObs | str | None = None
     if probes:
-        obs.mutation_probe = mutation_probe(program, target, plan.calls)
+        mutation = mutation_probe(program, target, plan.calls)
         if plan.backward:
-            obs.version_probe = version_probe(program, target, plan.calls + 1)
-    if target.extra is not None:
-        obs.extra = target.extra()
+            version = version_probe(program, target, plan.calls + 1)
+    extra = target.extra() if target.extra is not None else {}
     torch.set_grad_enabled(True)
-    return obs
+    return SubjectObs(
+        target.name,
+        calls=calls,
+        mutation_probe=mutation,
+        version_probe=version,
+        variant=variant,
+        extra=extra,
+    )

@@ -19,12 +19,13 @@ import os
 import signal
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
+from multiprocessing.context import ForkServerContext, ForkServerProcess
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .schema.messages import (
     BETWEEN_CASES,
@@ -55,14 +56,14 @@ __all__ = [
     "WorkerStartError",
 ]
 
-_CONTEXT: Any = None
+_CONTEXT: ForkServerContext | None = None
 
 
-def mp_context() -> Any:
+def mp_context() -> ForkServerContext:
     """The fork server, preloading torch and the worker module (once per campaign process)."""
     global _CONTEXT
     if _CONTEXT is None:
-        ctx = mp.get_context("forkserver")
+        ctx = cast(ForkServerContext, mp.get_context("forkserver"))
         ctx.set_forkserver_preload(["pyfy_fuzz.worker"])
         _CONTEXT = ctx
     return _CONTEXT
@@ -91,7 +92,7 @@ class Event:
 class _Slot:
     index: int
     mode: str = "explore"
-    proc: Any = None
+    proc: ForkServerProcess | None = None
     conn: Connection | None = None
     incarnation: int = 0
     spec: str | None = None  # the case running now (JSON)
@@ -118,7 +119,7 @@ class Pool:
     slots: list[_Slot] = field(default_factory=list)
     _jobs: deque[RunJob] = field(default_factory=deque)
     _futures: dict[int, Future[Done | Died]] = field(default_factory=dict)
-    _ids: Any = field(default_factory=itertools.count)
+    _ids: Iterator[int] = field(default_factory=itertools.count)
     _last_rss_check: float = 0.0
     _stopping: bool = False
 
@@ -204,10 +205,10 @@ class Pool:
             for s in self.slots:
                 if self._over_time(s, now) and self.alive(s.index):
                     abandoned.add(s.index)
-                    s.proc.kill()  # type: ignore[union-attr]
+                    _kill(s)
         for s in self.slots:
             if self.alive(s.index):
-                s.proc.kill()
+                _kill(s)
         for s in self.slots:
             events.extend(e for e in self._drain(s) if not isinstance(e.message, Died))
             self._reap(s)
@@ -261,9 +262,9 @@ class Pool:
     def poll(self, timeout: float, *, enforce: bool = True) -> list[Event]:
         """Messages and deaths since the last poll (waits up to `timeout` for the first)."""
         self._dispatch()
-        waitables: list[Any] = []
+        waitables: list[Connection | int] = []
         for s in self.slots:
-            if s.proc is not None:
+            if s.proc is not None and s.conn is not None:
                 waitables += [s.conn, s.proc.sentinel]
         if waitables:
             wait(waitables, timeout)
@@ -319,6 +320,7 @@ class Pool:
 
     def _on_exit(self, s: _Slot) -> list[Event]:
         proc = s.proc
+        assert proc is not None, "only a slot with a process exits"
         proc.join(timeout=1)
         if not s.ready and s.kill_reason is None:
             s.failed_starts += 1
@@ -376,6 +378,11 @@ class Pool:
                     f"memory {rss / gib:.1f} GiB > {self.rss_hard_bytes / gib:.1f} GiB",
                 )
                 s.proc.kill()
+
+
+def _kill(s: _Slot) -> None:
+    if s.proc is not None:
+        s.proc.kill()
 
 
 def _worker_main(conn: Connection, config: WorkerConfig) -> None:

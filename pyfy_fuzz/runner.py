@@ -286,15 +286,15 @@ def _check_device(device: str) -> None:
         )
 
 
-def _same_crash(once: Any, compiled: SubjectObs) -> bool:
+def _same_crash(once: CompileOnce, compiled: SubjectObs) -> bool:
     """The implementation crashed compiling on call 0's inputs; did the plain torch.compile
     raise the same type on call 0 (the program or torch failing, not pythonify)?"""
     err = once.produce_error
     first = compiled.calls[0].raised if compiled.calls else None
-    return first is not None and first.type_name == err.type_name
+    return first is not None and err is not None and first.type_name == err.type_name
 
 
-def _functorch_config(plan: CallPlan) -> Any:
+def _functorch_config(plan: CallPlan) -> contextlib.AbstractContextManager[object]:
     import torch._functorch.config as fconfig
 
     # by_design: donated-buffer-retain-graph. A retained second backward is part of the plan.
@@ -316,10 +316,8 @@ def _rng_config() -> Any:
 
 def _observe_eager(program: Program) -> SubjectObs:
     obs = observe_subject(program, eager_target(program))
-    obs.extra["autograd_order"] = (
-        autograd_order(program, eager_target(program), 0) if program.plan.backward else None
-    )
-    return obs
+    order = autograd_order(program, eager_target(program), 0) if program.plan.backward else None
+    return replace(obs, extra={**obs.extra, "autograd_order": order})
 
 
 # ---------------------------------------------------------------- eager misbehaving
@@ -415,7 +413,7 @@ def _slots(obs: SubjectObs) -> list[CallObs | None]:
 
 def _dead_code_errors(
     spec: ProgramSpec, device: str, eager: SubjectObs, compiled: SubjectObs
-) -> tuple[Any, SubjectObs] | None:
+) -> tuple[Program, SubjectObs] | None:
     """by_design: dead-code-error. Where eager raised in a call and torch.compile returned,
     was the error raised by a statement whose result is dead? Eager runs the program without
     its dead statements: calls that then return raised in dead code. If torch.compile returned

@@ -24,6 +24,7 @@ from .finding import FindingKind, Subject, as_kind, as_subject
 from .spec import SpecError, spec_from_dict
 
 __all__ = [
+    "BUG_IN",
     "BugIn",
     "CaseError",
     "CaseRecord",
@@ -38,6 +39,14 @@ FORMAT = 4  # what this build writes and reads
 OLD_FORMATS = (1, 2, 3)  # read only by `pyfy-fuzz migrate`
 
 BugIn = Literal["torch", "pythonify", "pyfy-fuzz"]
+# Whose bug a finding is, by the subject that showed it (the campaign may refine "pythonify":
+# with --pythonify torch the implementation under test is torch's own).
+BUG_IN: dict[Subject, BugIn] = {
+    "torch.compile": "torch",
+    "eager": "torch",
+    "pythonify": "pythonify",
+    "pyfy-fuzz": "pyfy-fuzz",
+}
 # torch bugs are expected to keep failing on stock torch; ours must be fixed ("pass").
 Expected = Literal["fail", "pass"]
 

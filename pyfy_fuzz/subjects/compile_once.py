@@ -8,7 +8,7 @@ plain compile of its own; whether that plain compile fails the same way tells a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -85,8 +85,7 @@ def compile_once(program: Program, impl: PythonifyImpl, backend: str, path: Path
         reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         result = CompileOnce(None, None, None, unsupported=reason)
     except Exception as exc:
-        err = ExcObs.of(exc, "compile")
-        err.traceback_tail = exception_tail(exc, 8, 3000)
+        err = replace(ExcObs.of(exc, "compile"), traceback_tail=exception_tail(exc, 8, 3000))
         result = CompileOnce(None, None, None, produce_error=err)
     torch._dynamo.reset()
     fn = program.make_fn()

@@ -8,6 +8,7 @@ that its oracle reports it -- and that an honest subject gives no finding.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -91,3 +92,18 @@ def mapped(f: Callable[[Any], Any]) -> Callable[[Callable[..., Any]], Callable[.
         return call
 
     return wrap
+
+
+def edited(ev: Evidence, subject: str, call: int | None = None, **changes: Any) -> Evidence:
+    """`ev` with one call of one subject's observation changed: call `call`, or the variant
+    call when None (observations are frozen, as the oracles see them)."""
+    obs: SubjectObs = getattr(ev, subject)
+    if call is None:
+        assert obs.variant is not None
+        obs = replace(obs, variant=replace(obs.variant, **changes))
+    else:
+        calls = list(obs.calls)
+        calls[call] = replace(calls[call], **changes)
+        obs = replace(obs, calls=calls)
+    changed: dict[str, Any] = {subject: obs}
+    return replace(ev, **changed)

@@ -16,7 +16,7 @@ from oracles.identity import aspect_of, severity_of
 from oracles.seq_nr import mapping_kind
 from pyfy_fuzz.observe import ExcObs
 
-from .helpers import evidence, mapped, spec
+from .helpers import edited, evidence, mapped, spec
 
 GRAD = spec([("sin", ("a0",), ("v0",)), ("mul", ("v0", "a0"), ("v1",))], ["v1"])
 
@@ -99,12 +99,12 @@ def _wrong_on_variant(fn: Any) -> Any:
 def test_a_recompiled_variant_call_is_identified_as_a_first_call_would_be() -> None:
     ev = evidence(_variant("shape"), compiled_wrap=_wrong_on_variant)
     assert ev.compiled.variant is not None
-    ev.compiled.variant.recompiled = True  # what Dynamo's counters say for torch.compile
+    ev = edited(ev, "compiled", recompiled=True)  # what Dynamo's counters say for torch.compile
     (f,) = oracles.check_all(ev)
     assert f.oracle == "outputs" and f.aspect == aspect_of("call 0: output 0: values differ")
     assert "variant call (shape, recompiled): output 0: values differ" in f.explanation
     # Not recompiled, under a shape variant: the graph's own bug, kept as a guards finding.
-    ev.compiled.variant.recompiled = False
+    ev = edited(ev, "compiled", recompiled=False)
     (g,) = oracles.check_all(ev)
     assert g.oracle == "guards" and g.aspect == "variant call (shape): output N: values differ"
 
@@ -115,7 +115,7 @@ def test_a_variant_call_showing_what_the_plan_calls_show_adds_nothing() -> None:
     for recompiled in (False, True):
         ev = evidence(_variant("shape"), compiled_wrap=mapped(lambda o: o + 1))
         assert ev.compiled.variant is not None
-        ev.compiled.variant.recompiled = recompiled
+        ev = edited(ev, "compiled", recompiled=recompiled)
         (f,) = oracles.check_all(ev)
         assert f.oracle == "outputs" and "variant call" not in f.explanation, f.explanation
 
@@ -130,9 +130,10 @@ def test_a_variant_call_whose_cause_the_plan_calls_show_adds_nothing_with_new_ec
     for recompiled in (False, True):
         ev = evidence(s, compiled_wrap=_losing_the_write)
         assert ev.compiled.variant is not None
-        ev.compiled.variant.recompiled = recompiled
-        c0, e0 = ev.compiled.calls[0], ev.eager.calls[0]  # call 0 shows the write alone
-        c0.outputs, c0.outputs_later = copy.deepcopy((e0.outputs, e0.outputs_later))
+        ev = edited(ev, "compiled", recompiled=recompiled)
+        e0 = ev.eager.calls[0]  # call 0 shows the write alone
+        outputs, later = copy.deepcopy((e0.outputs, e0.outputs_later))
+        ev = edited(ev, "compiled", 0, outputs=outputs, outputs_later=later)
         found = oracles.check_all(ev)
         assert [f.oracle for f in found] == ["mutation"], [f.explanation for f in found]
         assert "variant call" not in found[0].explanation
@@ -145,17 +146,19 @@ def test_every_symptom_of_a_graph_reused_for_other_aliasing_is_one_bug() -> None
     assert values.oracle == "guards" and values.aspect == REUSED_ALIASING
     # The same reuse raising instead: a crash of the reused graph is the same missing guard.
     assert ev.compiled.variant is not None
-    ev.compiled.variant.raised = ExcObs.of(RuntimeError("setStorage: out of bounds"), "call")
+    ev = edited(ev, "compiled", raised=ExcObs.of(RuntimeError("setStorage: out of bounds"), "call"))
     (crash,) = oracles.check_all(ev)
     assert crash.kind == "compile-divergence" and crash.exc_type is None
     assert crash.coarse == values.coarse and severity_of(crash.to_dict()) == 1
     # Recompiled for the new aliasing, the crash is identified by its exception.
-    ev.compiled.variant.recompiled = True
+    ev = edited(ev, "compiled", recompiled=True)
     (own,) = oracles.check_all(ev)
     assert own.kind == "crash" and own.exc_type == "RuntimeError"
     # Where call 0 raised, no graph was there to reuse: the error is identified as any error.
-    ev.compiled.variant.recompiled = False
-    ev.compiled.calls[0].raised = ExcObs.of(RuntimeError("setStorage: out of bounds"), "call")
+    ev = edited(ev, "compiled", recompiled=False)
+    ev = edited(
+        ev, "compiled", 0, raised=ExcObs.of(RuntimeError("setStorage: out of bounds"), "call")
+    )
     assert REUSED_ALIASING not in [f.aspect for f in oracles.check_all(ev)]
 
 
