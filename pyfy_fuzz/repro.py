@@ -36,7 +36,7 @@ from generators.source import (
     render,
     stmt_lines,
 )
-from pyfy_fuzz.schema.spec import ProgramSpec
+from pyfy_fuzz.schema.spec import ProgramSpec, draws_random
 
 from . import _repro_helpers as H
 from ._repro_check import Check, first_difference, leaf, read_check
@@ -57,7 +57,6 @@ MAX_LINES = 80  # a repro longer than this is no longer something one pastes int
 FINDING_KEYS = ("kind", "oracle", "subject")
 # Statements that draw random numbers: the campaign seeds torch before each call and sets
 # fallback_random so that torch.compile draws eager's numbers (runner._rng_config).
-_RANDOM_OPS = ("rand_like", "randn_like", "dropout", "bernoulli")
 _DEVICE_RE = re.compile(r"[a-z][a-z0-9_]*(:[0-9]+)?")
 # The helpers whose name in a fact means the script defines them (seen_by_write needs write_into).
 _FACT_HELPERS = (H.write_into, H.seen_by_write, H.base_of, H.sharing, H.bumped_backward)
@@ -162,6 +161,9 @@ class _Repro:
             lines += ["import importlib.util", "import os"]
             if "mirror" in self._subclasses():
                 lines.append("import sys")
+        if self.backend == "inductor":
+            lines += [] if "import os" in lines else ["import os"]
+            lines.append("import tempfile")
         if self.finding["kind"] == "hang":
             lines.append("import faulthandler")
         lines += ["", "import torch"] if lines else ["import torch"]
@@ -195,18 +197,18 @@ class _Repro:
         return lines
 
     def _config(self) -> list[str]:
-        """The settings the campaign compiled under (runner._rng_config, _functorch_config and
-        the capture's patches), where they can change what this script does."""
+        """The settings the campaign compiled under (runner._rng_config, _functorch_config,
+        the case's cold caches and, for the seq_nr checks, the capture's eager backward
+        lowering), where they can change what this script does."""
         check, lines = self.check, []
-        if self.backend == "inductor" or self._uses(*_RANDOM_OPS):
+        if draws_random(self.spec):
             lines.append("torch._inductor.config.fallback_random = True  # eager's random numbers")
         lazy = self.spec.plan.frontend == "aot"  # aot_function compiles the backward lazily
         # Eager backward lowering hands the backward graph to its compiler with the forward:
-        # the seq_nr checks read that graph, and inductor's backward compile can fail there.
-        # aot_eager's backward compiler is a no-op (the joint graph is traced and partitioned
-        # with the forward either way), so under it nothing else the script shows depends on
-        # when the backward is lowered (measured on the 2026-11-24 campaign's repros).
-        needs_graph = check.compare == "seq_nr" or self.backend == "inductor"
+        # the seq_nr checks read that graph (as the capture, which lowers it so, recorded it).
+        # Everything else the script shows is the stock torch.compile's, which lowers the
+        # backward lazily (Note [The stock reference] in subjects/stock.py).
+        needs_graph = check.compare == "seq_nr"
         runs_backward = check.backward and check.probe_seed is None
         if self._needs_grad() and not lazy and needs_graph and not runs_backward:
             lines.append(
@@ -215,8 +217,9 @@ class _Repro:
         if self.spec.plan.second_backward == "retain" and check.backward.startswith("second"):
             lines.append("torch._functorch.config.donated_buffer = False  # for retain_graph")
         if self.backend == "inductor":
-            lines.append("torch._inductor.config.fx_graph_cache = False")
-            lines.append("torch._functorch.config.enable_autograd_cache = False")
+            # torch's caches on, but cold, as the campaign's stock reference compiled
+            # (Note [The stock reference] in subjects/stock.py)
+            lines.append('os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp()  # cold')
         if self.finding["kind"] == "hang":
             lines.append("faulthandler.dump_traceback_later(120, exit=True)  # hung: exit 1")
         return lines
@@ -346,7 +349,7 @@ class _Repro:
         body = [f"args = {make}"] if uses_args else []
         if spec.module is not None and spec.module.params and backward and len(runs) > 1:
             body.append("fn.zero_grad()  # fresh .grad per call, as pyfy-fuzz's drive")
-        if self._uses(*_RANDOM_OPS):
+        if draws_random(self.spec):
             body.append(f"torch.manual_seed({seed})")
         body += inner
         reads_out = [b for b in body if not re.match(r"\s*out = fn\(", b)] + [check.fact]
@@ -394,7 +397,7 @@ class _Repro:
     # -- the sides, and the verdict --------------------------------------------------------
     def _compiled(self) -> tuple[list[str], str]:
         """(lines making the compiled callable, its expression): torch.compile, or the AOT
-        front-end as the campaign calls it (compile_once.plain_compile, capture._capture_aot)."""
+        front-end as the campaign calls it (compile_once.plain_compile)."""
         plan, fn = self.spec.plan, self._fn()
         dynamic = ", dynamic=True" if plan.dynamic else ""
         if plan.frontend != "aot":

@@ -32,7 +32,7 @@ import oracles
 from generators import Program, ProgramSpec, materialize
 from oracles import Evidence, Finding
 from oracles.by_design import excuse, recording
-from pyfy_fuzz.schema.spec import CallPlan, OutSpec
+from pyfy_fuzz.schema.spec import CallPlan, OutSpec, draws_random
 
 from .fp64 import fp64_fn, to_fp64
 from .observe import CallObs, ExcObs, SubjectObs, Target, autograd_order, observe_subject
@@ -40,6 +40,7 @@ from .subjects import (
     BundledPythonify,
     CompileOnce,
     PythonifyImpl,
+    case_caches,
     compile_once,
     eager_target,
     pythonified_target,
@@ -148,7 +149,7 @@ def run_case(
     eager = _eager_or_discard(spec, program, clock)
     if isinstance(eager, CaseResult):
         return eager
-    with _rng_config(), _functorch_config(program.plan):
+    with _rng_config(spec), _functorch_config(program.plan), case_caches():
         got = _compiled_subjects(
             spec, program, eager, impl or BundledPythonify(), backend, device, workdir, clock
         )
@@ -303,12 +304,16 @@ def _functorch_config(plan: CallPlan) -> contextlib.AbstractContextManager[objec
     return contextlib.nullcontext()
 
 
-def _rng_config() -> Any:
+def _rng_config(spec: ProgramSpec) -> contextlib.AbstractContextManager[object]:
     """torch.compile promises eager's random numbers only with fallback_random, for every
     backend: inductor otherwise draws its own (by_design: inductor-rng), and while tracing,
     dead-code elimination treats random ops as pure unless it is set, so an unused rand_like
     vanishes and every later draw moves (by_design: rng-dead-code; measured on torch 2.13
-    under aot_eager: with the flag the op stays and the draws match eager's)."""
+    under aot_eager: with the flag the op stays and the draws match eager's). Only a program
+    that draws random numbers gets it: every other reference is stock (Note [The stock
+    reference] in subjects/stock.py)."""
+    if not draws_random(spec):
+        return contextlib.nullcontext()
     import torch._inductor.config as iconfig
 
     return iconfig.patch(fallback_random=True)

@@ -33,12 +33,14 @@ __all__ = [
     "ModuleSpec",
     "OutSpec",
     "ProgramSpec",
+    "RANDOM_OPS",
     "RootSpec",
     "SPEC_VERSION",
     "SUBCLASSES",
     "SpecError",
     "Stmt",
     "ViewStep",
+    "draws_random",
     "numel",
     "spec_from_dict",
     "validate",
@@ -61,6 +63,16 @@ LAYOUTS = ("contiguous", "transposed", "strided", "expanded", "offset")
 GRAD_KINDS = ("none", "leaf", "nonleaf")
 INPUT_KINDS = ("root", "view", "dup", "set_shared", "int")
 SUBCLASSES = ("two_tensor", "mirror")
+# Statement ops that draw from the global generator: a program with one is compiled with
+# Inductor's fallback_random (runner.py; by_design: inductor-rng, rng-dead-code).
+RANDOM_OPS = ("rand_like", "randn_like", "dropout", "bernoulli")
+
+
+def draws_random(spec: ProgramSpec) -> bool:
+    """The program has a statement that draws random numbers (used or dead)."""
+    return any(s.op in RANDOM_OPS for s in spec.body)
+
+
 CONTEXTS = ("no_grad", "inference_mode", "enable_grad")
 
 

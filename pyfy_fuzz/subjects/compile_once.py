@@ -1,9 +1,11 @@
-"""The one compile both torch.compile and pythonify subjects are built from.
+"""The two compiles of a case: the implementation's, which writes the file, and the stock one.
 
 The implementation compiles the program's function on its seed-0 inputs and writes the file.
-If it cannot model the program (unsupported) or crashes, torch.compile is still tested, with a
-plain compile of its own; whether that plain compile fails the same way tells a torch crash
-(both fail) from a crash of the pythonify implementation (only it fails).
+torch.compile is tested on a plain compile of a fresh copy of the program under torch's
+defaults (Note [The stock reference] in stock.py), whatever the implementation did: the
+capture's compile runs under settings of its own and is never the reference. When the
+implementation crashes, whether the stock compile fails the same way tells a torch crash (both
+fail) from a crash of the pythonify implementation (only it fails).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ __all__ = [
 
 @dataclass
 class CompileOnce:
-    compiled: Any  # callable for the torch.compile subject
+    compiled: Any  # the stock torch.compile of a fresh copy: the torch.compile subject
     compiled_module: Any  # the module instance it is bound to (None for functions)
     produced: Produced | None
     unsupported: str | None = None  # why the implementation declined
@@ -37,39 +39,51 @@ class CompileOnce:
 
 
 def plain_compile(fn: Any, backend: str, plan: CallPlan) -> Any:
-    """torch.compile as a user would call it (graph breaks allowed), or aot_function for the
-    AOT front-end."""
-    if plan.frontend == "aot":
-        import torch.utils._pytree as pytree
+    """torch.compile as a user would call it (graph breaks allowed), or, for the AOT front-end,
+    aot_function (aot_eager) or compile_fx on the traced flat function (inductor), compiled at
+    the first call of each argument structure, as a user would."""
+    if plan.frontend != "aot":
+        return torch.compile(fn, backend=backend, dynamic=plan.dynamic)
+    import torch.utils._pytree as pytree
+
+    compiled_by_spec: dict[str, Any] = {}
+
+    def flat_call(*args: Any) -> Any:
+        leaves, spec = pytree.tree_flatten(args)
+        key = str(spec)
+        if key not in compiled_by_spec:
+            compiled_by_spec[key] = _aot_compile(
+                lambda *ls: fn(*pytree.tree_unflatten(list(ls), spec)), leaves, backend
+            )
+        return compiled_by_spec[key](*leaves)
+
+    return flat_call
+
+
+def _aot_compile(flat_fn: Any, leaves: list[Any], backend: str) -> Any:
+    if backend == "aot_eager":
         from functorch.compile import min_cut_rematerialization_partition, nop
         from torch._functorch.aot_autograd import aot_function
 
-        if backend != "aot_eager":
-            raise NotImplementedError("the AOT front-end is only compiled with aot_eager")
+        return aot_function(
+            flat_fn,
+            fw_compiler=nop,
+            bw_compiler=nop,
+            partition_fn=min_cut_rematerialization_partition,
+            keep_inference_input_mutations=True,
+        )
+    if backend == "inductor":
+        from torch._inductor.compile_fx import compile_fx
 
-        compiled_by_spec: dict[Any, Any] = {}
+        from pyfy_fuzz.pythonify.capture.aot import trace_flat
 
-        def flat_call(*args: Any) -> Any:
-            leaves, spec = pytree.tree_flatten(args)
-            key = str(spec)
-            if key not in compiled_by_spec:  # one compile per argument structure, as a user would
-                compiled_by_spec[key] = aot_function(
-                    lambda *ls: fn(*pytree.tree_unflatten(list(ls), spec)),
-                    fw_compiler=nop,
-                    bw_compiler=nop,
-                    partition_fn=min_cut_rematerialization_partition,
-                    keep_inference_input_mutations=True,
-                )
-            return compiled_by_spec[key](*leaves)
-
-        return flat_call
-    return torch.compile(fn, backend=backend, dynamic=plan.dynamic)
+        return compile_fx(trace_flat(flat_fn, len(leaves)), list(leaves))
+    raise NotImplementedError(f"the AOT front-end is not compiled with backend {backend!r}")
 
 
 def compile_once(program: Program, impl: PythonifyImpl, backend: str, path: Path) -> CompileOnce:
     plan = program.plan
     fn = program.make_fn()
-    module = fn if isinstance(fn, torch.nn.Module) else None
     try:
         produced = impl.produce(
             fn,
@@ -80,7 +94,7 @@ def compile_once(program: Program, impl: PythonifyImpl, backend: str, path: Path
             dynamic=plan.dynamic,
             mode=plan.mode,
         )
-        return CompileOnce(produced.compiled, module, produced)
+        result = CompileOnce(None, None, produced)
     except impl.unsupported as exc:
         reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         result = CompileOnce(None, None, None, unsupported=reason)
@@ -90,5 +104,5 @@ def compile_once(program: Program, impl: PythonifyImpl, backend: str, path: Path
     torch._dynamo.reset()
     fn = program.make_fn()
     result.compiled_module = fn if isinstance(fn, torch.nn.Module) else None
-    result.compiled = plain_compile(fn, backend, plan)  # a fallback: `produced` is None
+    result.compiled = plain_compile(fn, backend, plan)  # compiled at its first call
     return result

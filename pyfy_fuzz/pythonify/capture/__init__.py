@@ -1,8 +1,11 @@
 """Capture: one torch.compile whose backend records everything pythonify needs.
 
-The same compile produces the reference callable (`Capture.compiled`) and the records, so the
-generated file and torch.compile can only disagree where the generator models a wrapper
-differently, which is what the fuzzer looks for.
+The capture compiles under `CAPTURE_SETTINGS`, not torch's defaults: the backward is lowered
+with the forward, so its graph exists when the file is written, and AOTAutograd's and the FX
+graph caches are off, so every wrapper's post_compile runs where the recorder sees it. So
+the callable it returns (`Capture.compiled`) is not what a user runs; pyfy-fuzz judges
+torch.compile on a separate stock compile (Note [The stock reference] in
+pyfy_fuzz/subjects/stock.py), and a corpus entry records these settings.
 
     result.py     Capture, graph input records and snapshots
     recorder.py   the post_compile patches (each wrapper's `record`, wrappers/) and graphs
@@ -32,6 +35,7 @@ from .result import BACKENDS, FRONTENDS, Capture, GraphInputRecord, InputSnapsho
 
 __all__ = [
     "BACKENDS",
+    "CAPTURE_SETTINGS",
     "FRONTENDS",
     "Capture",
     "GraphInputRecord",
@@ -39,6 +43,21 @@ __all__ = [
     "capture",
     "snapshot",
 ]
+
+
+# What the capture's compile changes from torch's defaults, by qualified config name. The FX
+# graph cache settings apply to inductor only.
+CAPTURE_SETTINGS: dict[str, object] = {
+    "torch._functorch.config.force_non_lazy_backward_lowering": True,
+    "torch._functorch.config.enable_autograd_cache": False,
+    "torch._inductor.config.fx_graph_cache": False,
+    "torch._inductor.config.fx_graph_remote_cache": False,
+}
+
+
+def _settings(module: str) -> dict[str, Any]:
+    prefix = module + "."
+    return {k[len(prefix) :]: v for k, v in CAPTURE_SETTINGS.items() if k.startswith(prefix)}
 
 
 def capture(
@@ -113,12 +132,10 @@ def _compile_recording(
     eagerly and no cache; the global RNG, grad mode and a module's state are put back after."""
     rng = torch.random.get_rng_state()
     grad_enabled = torch.is_grad_enabled()
-    patches: dict[str, Any] = dict(
-        force_non_lazy_backward_lowering=True, enable_autograd_cache=False
-    )
+    patches = _settings("torch._functorch.config")
     module_state = _save_module_state(fn) if isinstance(fn, torch.nn.Module) else []
     try:
-        with rec.hooks(), torch._functorch.config.patch(**patches), _inductor_cache_off(backend):
+        with rec.hooks(), torch._functorch.config.patch(patches), _inductor_cache_off(backend):
             if frontend == "dynamo":
                 is_module = isinstance(fn, torch.nn.Module)
                 return capture_dynamo(fn, copies, rec, backend, dynamic, is_module)
@@ -151,7 +168,7 @@ def _inductor_cache_off(backend: str) -> Iterator[None]:
         return
     import torch._inductor.config as iconfig
 
-    with iconfig.patch(fx_graph_cache=False, fx_graph_remote_cache=False):
+    with iconfig.patch(_settings("torch._inductor.config")):
         yield
 
 

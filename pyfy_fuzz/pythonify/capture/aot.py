@@ -18,7 +18,7 @@ from .exprs import path_expr, structure
 from .recorder import Recorder
 from .result import GraphInputRecord, snapshot
 
-__all__ = ["capture_aot"]
+__all__ = ["capture_aot", "trace_flat"]
 
 
 def capture_aot(
@@ -62,7 +62,7 @@ def capture_aot(
     else:
         from torch._inductor.compile_fx import compile_fx
 
-        gm = _trace_flat(flat_fn, len(flat))
+        gm = trace_flat(flat_fn, len(flat))
         inner: Any = compile_fx(gm, list(flat), inner_compile=rec.inductor_inner)
 
         def compiled_flat(*leaves: Any) -> Any:
@@ -100,8 +100,11 @@ def _unpack_copy(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-def _trace_flat(flat_fn: Callable[..., Any], n: int) -> torch.fx.GraphModule:
-    """A torch.fx graph of the flat function, as compile_fx expects from a front-end."""
+def trace_flat(flat_fn: Callable[..., Any], n: int) -> torch.fx.GraphModule:
+    """A torch.fx graph of the flat function, as compile_fx expects from a front-end.
+
+    Public because the stock reference (subjects/compile_once.py) hands compile_fx the same
+    graph: the AOT front-end with Inductor is this trace plus compile_fx, for both compiles."""
     names = [f"a{i}" for i in range(n)]
     src = f"def f({', '.join(names)}):\n    return flat_fn({', '.join(names)})\n"
     ns: dict[str, Any] = {"flat_fn": flat_fn}
