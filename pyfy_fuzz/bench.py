@@ -221,9 +221,10 @@ def _throughput(
 # -- (b) overhead -------------------------------------------------------------------------------
 def bare(spec: ProgramSpec, backend: str, d: Path) -> float | None:
     """Seconds of the least torch work `run_case`'s comparison needs: eager through the plan
-    twice, the one compile (pythonify's capture + codegen, which is also torch.compile's
-    compile), the compiled callable and the file through the plan, and the plan's variant call
-    in all three (where torch.compile recompiles); nothing recorded, probed or compared.
+    twice; the two compiles (pythonify's capture + codegen, under its own settings, and the
+    stock torch.compile of a fresh copy, in a fresh cache directory: Note [The stock
+    reference]); the stock compile and the file through the plan; and the plan's variant call
+    in all three (where torch.compile recompiles). Nothing recorded, probed or compared.
     None when the program cannot be pythonified (no file to run)."""
     import torch
     import torch._dynamo
@@ -231,6 +232,7 @@ def bare(spec: ProgramSpec, backend: str, d: Path) -> float | None:
     from generators import materialize
 
     from .pythonify import load, pythonify
+    from .subjects import case_caches, plain_compile
 
     t0 = time.perf_counter()
     program = materialize(spec)
@@ -250,27 +252,30 @@ def bare(spec: ProgramSpec, backend: str, d: Path) -> float | None:
         for seed in range(plan.calls):
             call(fn, fn, seed)
     torch._dynamo.reset()
-    fn = program.make_fn()
-    try:
-        r = pythonify(
-            fn,
-            program.make_inputs(0),
-            d / "p.py",
-            backend=backend,
-            frontend=plan.frontend,
-            dynamic=plan.dynamic,
-            mode=plan.mode,
-        )
-    except Exception:
-        return None
-    fn2 = program.make_fn()
-    mod = load(r.path, bind=fn2)
-    for target, module in ((r.compiled, fn), (mod.call, fn2)):
-        for seed in range(plan.calls):
-            call(target, module, seed)
-    if plan.variant is not None:  # the plan's guard-breaking call (torch.compile recompiles)
-        for target, module in ((program.make_fn(), None), (r.compiled, fn), (mod.call, fn2)):
-            call(target, module, 0, plan.variant)
+    with case_caches():
+        try:
+            r = pythonify(
+                program.make_fn(),
+                program.make_inputs(0),
+                d / "p.py",
+                backend=backend,
+                frontend=plan.frontend,
+                dynamic=plan.dynamic,
+                mode=plan.mode,
+            )
+        except Exception:
+            return None
+        torch._dynamo.reset()
+        fn = program.make_fn()
+        compiled = plain_compile(fn, backend, plan)  # compiled at its first call
+        fn2 = program.make_fn()
+        mod = load(r.path, bind=fn2)
+        for target, module in ((compiled, fn), (mod.call, fn2)):
+            for seed in range(plan.calls):
+                call(target, module, seed)
+        if plan.variant is not None:  # the plan's guard-breaking call (torch.compile recompiles)
+            for target, module in ((program.make_fn(), None), (compiled, fn), (mod.call, fn2)):
+                call(target, module, 0, plan.variant)
     return time.perf_counter() - t0
 
 
