@@ -247,7 +247,7 @@ def title_of(finding: Mapping[str, Any], backend: str | None, mode: str | None =
     "torch.compile (aot_eager): gradients differ from eager (grad of <arg>: values differ)"."""
     subject, kind = str(finding.get("subject", "?")), finding.get("kind")
     oracle, exc = str(finding.get("oracle", "")), finding.get("exc_type")
-    compiled = subject in ("torch.compile", "pythonify") and backend
+    compiled = subject in ("torch.compile", "pythonify", "torch.compile-warm") and backend
     who = f"{subject} ({backend}{', ' + mode if mode else ''})" if compiled else subject
     ref = "torch.compile" if subject == "pythonify" else "eager"
     message = str(finding.get("message") or "")

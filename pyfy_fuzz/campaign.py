@@ -78,6 +78,7 @@ PHASE_SUBJECT = {
     "eager-fp64": "eager",
     "compile": "torch.compile",
     "torch.compile": "torch.compile",
+    "torch.compile-warm": "torch.compile-warm",
     "pythonify": "pythonify",
     "oracles": "pyfy-fuzz",
 }
@@ -154,6 +155,9 @@ class Stats:
     families: Counter[str] = field(default_factory=Counter)
     wrapper_hits: Counter[str] = field(default_factory=Counter)
     unsupported: int = 0
+    # The warm subject, by what AOTAutograd's cache did (Note [The warm subject]): only "hit"
+    # and "partial" cases were judged warm.
+    warm: Counter[str] = field(default_factory=Counter)
     deaths: Counter[str] = field(default_factory=Counter)
     recycled: int = 0
     known_seen: Counter[str] = field(default_factory=Counter)
@@ -361,6 +365,8 @@ class Campaign:
         st.wrapper_hits.update(r.wrapper_paths)
         if r.unsupported:
             st.unsupported += 1
+        if r.warm is not None:
+            st.warm[r.warm] += 1
         for f in r.findings:
             self._count(f)
 
@@ -707,6 +713,7 @@ class Campaign:
             "status": dict(st.status),
             "families": dict(st.families),
             "unsupported": st.unsupported,
+            "warm_cache": dict(st.warm),
             "deaths": dict(st.deaths),
             "recycled": st.recycled,
             "notes": st.notes[-50:],

@@ -431,6 +431,8 @@ class _Repro:
         fresh = self._fn()
         if self.subject == "eager":
             return [], "eager", fresh, "eager", fresh
+        if self.subject == "torch.compile-warm":
+            return self._warm_sides(fresh)
         if self.subject != "pythonify":
             setup, compiled = self._compiled()
             return setup, "eager", fresh, "torch.compile", compiled
@@ -439,6 +441,21 @@ class _Repro:
             return self._load_file(), "eager", fresh, "pythonified.py", file_call
         setup, compiled = self._compiled()
         return setup + self._load_file(), "torch.compile", compiled, "pythonified.py", file_call
+
+    def _warm_sides(self, fresh: str) -> tuple[list[str], str, str, str, str]:
+        """The compile served from AOTAutograd's cache (Note [The warm subject] in
+        subjects/warm.py): a cold compile run forward and backward fills the cache directory
+        _config made, Dynamo forgets it, and the same compile again is the subject."""
+        setup, compiled = self._compiled()
+        self.helpers.append(H.fill_cache)
+        self.imports.add("tree_leaves")
+        inputs = ["make_inputs()"]
+        if self.check.variant and self.spec.plan.variant is not None:
+            inputs.append("make_variant_inputs()")  # its graph is cached too
+        lines = [*setup, f"cold = {compiled}"]
+        lines += [f"fill_cache(cold, {i})  # compiles, then saves the cache entry" for i in inputs]
+        lines += ["torch._dynamo.reset()  # the compile below is served from the cache", *setup]
+        return lines, "eager", fresh, "torch.compile (warm cache)", compiled
 
     def _main(self) -> list[str]:
         """Long: it writes the repro's main block in the order the script reads: inputs, the

@@ -37,14 +37,20 @@ from pyfy_fuzz.schema.spec import CallPlan, OutSpec, draws_random
 from .fp64 import fp64_fn, to_fp64
 from .observe import CallObs, ExcObs, SubjectObs, Target, autograd_order, observe_subject
 from .subjects import (
+    WARM,
     BundledPythonify,
+    CacheCounts,
     CompileOnce,
     PythonifyImpl,
+    Served,
     case_caches,
     compile_once,
     eager_target,
     pythonified_target,
+    served,
     torch_compile_target,
+    warm_applies,
+    warm_target,
 )
 
 __all__ = [
@@ -72,6 +78,9 @@ class CaseResult:
     timings: dict[str, float] = field(default_factory=dict)
     pythonified_path: Path | None = None
     evidence: Evidence | None = None
+    # What AOTAutograd's cache did for the warm subject (Note [The warm subject]); None where
+    # torch would not consult the cache (aot_eager without force_autograd_cache).
+    warm: Served | None = None
 
 
 def _nondeterminism(a: SubjectObs, b: SubjectObs) -> str | None:
@@ -123,6 +132,8 @@ class _Subjects:
     eager: SubjectObs  # eager's observation of `reference`
     dead_code: bool  # eager's errors were dead code (by_design: dead-code-error)
     ref64: SubjectObs | None  # eager in float64 (tolerances for inductor)
+    warm: SubjectObs | None = None  # the warm subject, where it was served from the cache
+    served: Served | None = None  # what the cache did for it (None: not consulted)
 
 
 def run_case(
@@ -159,6 +170,8 @@ def run_case(
         if got.dead_code:
             excuse("dead-code-error")
         findings = oracles.check_all(ev)
+        if got.warm is not None:
+            findings += _warm_findings(replace(ev, compiled=got.warm, pythonified=None), findings)
     clock.lap("oracles_s")
     clock.timings["total_s"] = time.perf_counter() - clock.start
     once = got.once
@@ -177,6 +190,7 @@ def run_case(
         timings=clock.timings,
         pythonified_path=once.produced.path if once.produced else None,
         evidence=ev if keep_evidence else None,
+        warm=got.served,
     )
 
 
@@ -221,8 +235,11 @@ def _compiled_subjects(
     once = compile_once(program, impl, backend, directory / "pythonified.py")
     clock.lap("compile_s")
     clock.phase("torch.compile")
+    before = CacheCounts.now()
     compiled = observe_subject(program, torch_compile_target(once))
+    cold = CacheCounts.now().since(before)
     clock.lap("compiled_run_s")
+    warm, how = _warm(program, backend, cold, clock)
     reference = program
     live = _dead_code_errors(spec, device, eager, compiled)
     if live is not None:  # by_design: dead-code-error
@@ -249,9 +266,39 @@ def _compiled_subjects(
     clock.lap("eager_s")
     if program.plan.frontend == "aot":
         compiled = replace(compiled, variant=None)  # aot_function has no guards to recompile
+    if warm is not None and program.plan.frontend == "aot":
+        warm = replace(warm, variant=None)
     return _Subjects(
-        once, compiled, pythonified, file_mod, reference, eager, live is not None, ref64
+        once, compiled, pythonified, file_mod, reference, eager, live is not None, ref64, warm, how
     )
+
+
+def _warm(
+    program: Program, backend: str, cold: CacheCounts, clock: _Clock
+) -> tuple[SubjectObs | None, Served | None]:
+    """The warm subject's observation, where the cold compile filled the cache and the warm
+    one was served from it (Note [The warm subject]), and what the cache did."""
+    if not warm_applies(backend):
+        return None, None
+    if cold.bypass or not cold.saved:  # nothing to serve: no warm compile
+        return None, "bypass" if cold.bypass else "unsaved"
+    clock.phase(WARM)
+    before = CacheCounts.now()
+    obs = observe_subject(program, warm_target(program, backend))
+    how = served(CacheCounts.now().since(before))
+    clock.lap("warm_run_s")
+    return (obs if how in ("hit", "partial") else None), how
+
+
+def _warm_findings(ev: Evidence, cold: list[Finding]) -> list[Finding]:
+    """The oracles on the warm subject against eager, less what the cold subject shows too:
+    a bug of both is the cold compile's."""
+    known = {f.coarse for f in cold if f.subject == "torch.compile"}
+    return [
+        replace(f, subject=WARM)
+        for f in oracles.check_all(ev)
+        if f.subject == "torch.compile" and f.coarse not in known
+    ]
 
 
 def _evidence(got: _Subjects, program: Program, backend: str, device: str) -> Evidence:

@@ -307,6 +307,7 @@ def _run(
         reason=r.reason,
         excused=tuple(r.excused),
         total_s=r.timings.get("total_s", 0.0),
+        warm=r.warm,
     )
 
 

@@ -15,7 +15,14 @@ from torch._dynamo.callback import CallbackArgs, CallbackTrigger, callback_handl
 from generators._spec import CallPlan
 from pyfy_fuzz.pythonify.capture import CAPTURE_SETTINGS
 from pyfy_fuzz.runner import run_case
-from pyfy_fuzz.subjects import COMPARABILITY, STOCK_KNOBS, case_caches, non_stock
+from pyfy_fuzz.subjects import (
+    COMPARABILITY,
+    STOCK_KNOBS,
+    WARM,
+    CacheCounts,
+    case_caches,
+    non_stock,
+)
 
 from .oracles.helpers import spec
 
@@ -35,9 +42,15 @@ class _Seen:
 
 
 class _Watch(list[_Seen]):
-    """What each compile start saw, and the runner phase now."""
+    """What each compile start saw, the runner phase now, and AOTAutograd's cache events per
+    phase."""
 
     phase = "?"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cache: dict[str, CacheCounts] = {}
+        self._mark = CacheCounts.now()
 
     def on_start(self, args: CallbackArgs) -> None:
         from torch._functorch._aot_autograd.autograd_cache import AOTAutogradCache
@@ -47,7 +60,15 @@ class _Watch(list[_Seen]):
         self.append(_Seen(self.phase, args.callback_trigger, non_stock(), where))
 
     def on_phase(self, name: str) -> None:
-        self.phase = name
+        now = CacheCounts.now()
+        self.cache[self.phase] = _plus(self.cache.get(self.phase), now.since(self._mark))
+        self.phase, self._mark = name, now
+
+
+def _plus(a: CacheCounts | None, b: CacheCounts) -> CacheCounts:
+    if a is None:
+        return b
+    return CacheCounts(a.hit + b.hit, a.miss + b.miss, a.bypass + b.bypass, a.saved + b.saved)
 
 
 @pytest.fixture
@@ -76,7 +97,7 @@ def _run(seen: _Watch, backend: str) -> None:
 
 
 def _check_stock_reference(seen: list[_Seen]) -> None:
-    reference = [s for s in seen if s.phase == "torch.compile"]
+    reference = [s for s in seen if s.phase in ("torch.compile", WARM)]
     capture = [s for s in seen if s.phase == "compile"]
     # The capture compiles under its own settings, the reference under torch's defaults.
     assert capture and all(s.trigger == CallbackTrigger.DYNAMO for s in capture)
@@ -102,12 +123,17 @@ def test_the_reference_compiles_with_torchs_defaults_and_lowers_its_backward_laz
 @pytest.mark.inductor
 def test_the_inductor_reference_fills_a_fresh_cache_of_its_own(seen: _Watch) -> None:
     """Inductor: AOTAutograd's cache is consulted by the reference (a miss: the case's cache
-    directory is fresh) and filled; the capture never consults it."""
+    directory is fresh) and filled; the warm subject, in the same directory, is served from it;
+    the capture never consults it."""
     _run(seen, "inductor")
+    seen.on_phase("done")
     _check_stock_reference(seen)
-    aot = torch._dynamo.utils.counters["aot_autograd"]
-    assert aot["autograd_cache_miss"] >= 1 and aot["autograd_cache_hit"] == 0, dict(aot)
-    assert aot["autograd_cache_saved"] >= 1, dict(aot)
+    cold, warm, capture = seen.cache["torch.compile"], seen.cache[WARM], seen.cache["compile"]
+    assert cold.miss >= 1 and cold.hit == 0 and cold.saved >= 1, cold
+    assert warm.hit >= 1 and warm.miss == 0 and warm.bypass == 0, warm
+    assert capture == CacheCounts(0, 0, 0, 0), capture
+    dirs = {s.caches for s in seen if s.phase in ("torch.compile", WARM)}
+    assert len(dirs) == 1, dirs  # the warm compile reads what the cold one wrote
 
 
 def test_the_capture_settings_are_what_the_stock_knobs_name() -> None:

@@ -172,6 +172,17 @@ def print_summary(s: dict[str, Any], out: Any) -> None:
     hits = s["wrapper_hits"]
     top = ", ".join(f"{p} {n}" for p, n in list(hits.items())[:8])
     print(f"wrapper paths reached: {len(hits)}" + (f" ({top}, ...)" if top else ""), file=out)
+    warm = s.get("warm_cache") or {}
+    if warm:
+        tried = sum(warm.values())
+        judged = warm.get("hit", 0) + warm.get("partial", 0)
+        kinds = ("partial", "miss", "bypass", "unsaved")
+        rest = ", ".join(f"{k} {warm[k]}" for k in kinds if warm.get(k))
+        print(
+            f"warm-cache subject: {judged} of {tried} cases served from AOTAutograd's cache "
+            f"({100 * judged / tried:.0f}%)" + (f"; {rest}" if rest else ""),
+            file=out,
+        )
     if s["deaths"]:
         print(f"worker deaths: {s['deaths']}", file=out)
     for note in s["notes"]:

@@ -43,6 +43,7 @@ BugIn = Literal["torch", "pythonify", "pyfy-fuzz"]
 # with --pythonify torch the implementation under test is torch's own).
 BUG_IN: dict[Subject, BugIn] = {
     "torch.compile": "torch",
+    "torch.compile-warm": "torch",
     "eager": "torch",
     "pythonify": "pythonify",
     "pyfy-fuzz": "pyfy-fuzz",

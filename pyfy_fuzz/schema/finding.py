@@ -40,7 +40,9 @@ FindingKind = OracleKind | CampaignKind
 KINDS: tuple[OracleKind, ...] = get_args(OracleKind)
 CAMPAIGN_KINDS: tuple[CampaignKind, ...] = get_args(CampaignKind)
 
-OracleSubject = Literal["torch.compile", "pythonify"]
+# torch.compile-warm: the stock compile served from AOTAutograd's cache (Note [The warm
+# subject] in subjects/warm.py), judged against eager like torch.compile.
+OracleSubject = Literal["torch.compile", "pythonify", "torch.compile-warm"]
 # Who was running when a worker died: eager itself, or the harness (pyfy-fuzz's own bug).
 CampaignSubject = Literal["eager", "pyfy-fuzz"]
 Subject = OracleSubject | CampaignSubject

@@ -46,14 +46,24 @@ __all__ = [
     "PoolMessage",
     "Ready",
     "Report",
+    "SERVED",
     "RunJob",
     "Serve",
+    "Served",
     "Shrunk",
     "Started",
     "Stop",
 ]
 
 FindingDict: TypeAlias = dict[str, Any]  # Finding.to_dict(): signature, coarse, kind, ...
+
+# What AOTAutograd's cache did for a case's warm compile (Note [The warm subject] in
+# subjects/warm.py): every graph served from it ("hit"), some ("partial"), none ("miss"); or
+# there was nothing to serve: the cold compile could not be cached ("bypass"), or saved no
+# entry ("unsaved": torch saves one only once the lazily lowered backward exists, and the plan
+# ran no backward). Only "hit" and "partial" are judged warm.
+Served = Literal["hit", "partial", "miss", "bypass", "unsaved"]
+SERVED: tuple[Served, ...] = ("hit", "partial", "miss", "bypass", "unsaved")
 
 # -- commands: campaign -> worker -----------------------------------------------------------
 
@@ -126,10 +136,13 @@ class CaseOutcome:
     excused: tuple[str, ...] = ()  # by-design excuses that applied
     total_s: float = 0.0  # the case's wall time
     traceback: str = ""  # status "error": where pyfy-fuzz raised
+    warm: Served | None = None  # what the cache did for the warm subject; None: not consulted
 
     def __post_init__(self) -> None:
         if self.status not in ("ok", "discarded", "invalid", "error"):
             raise ValueError(f"CaseOutcome.status {self.status!r} is not a case status")
+        if self.warm is not None and self.warm not in SERVED:
+            raise ValueError(f"CaseOutcome.warm {self.warm!r} is not one of {SERVED}")
         if self.status == "error" and not self.findings:
             raise ValueError("an errored case carries its harness-error finding")
 

@@ -1,7 +1,8 @@
 """Subjects: eager (ground truth), torch.compile, and the pythonified file, one per module.
 
 `compile_once` runs the implementation's compile (which writes the file) and builds the stock
-torch.compile the case is judged on (`stock`: Note [The stock reference]).
+torch.compile the case is judged on (`stock`: Note [The stock reference]); `warm` compiles it
+again, served from AOTAutograd's cache (Note [The warm subject]).
 """
 
 from .compile_once import CompileOnce, compile_once, plain_compile
@@ -10,19 +11,27 @@ from .impl import BundledPythonify, Produced, PythonifyImpl
 from .pythonified import pythonified_target
 from .stock import COMPARABILITY, STOCK_KNOBS, case_caches, non_stock
 from .torch_compile import torch_compile_target
+from .warm import SERVED, WARM, CacheCounts, Served, served, warm_applies, warm_target
 
 __all__ = [
     "COMPARABILITY",
+    "SERVED",
     "STOCK_KNOBS",
+    "WARM",
     "BundledPythonify",
+    "CacheCounts",
     "CompileOnce",
     "Produced",
     "PythonifyImpl",
+    "Served",
     "case_caches",
     "compile_once",
     "eager_target",
     "non_stock",
     "plain_compile",
     "pythonified_target",
+    "served",
     "torch_compile_target",
+    "warm_applies",
+    "warm_target",
 ]

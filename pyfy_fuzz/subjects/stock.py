@@ -80,6 +80,7 @@ STOCK_KNOBS: tuple[Knob, ...] = (
     Knob("torch._functorch.config", "force_non_lazy_backward_lowering"),
     Knob("torch._functorch.config", "enable_autograd_cache"),
     Knob("torch._functorch.config", "force_autograd_cache"),
+    Knob("torch._functorch.config", "bundled_autograd_cache"),
     Knob("torch._functorch.config", "debug_assert"),
     Knob("torch._functorch.config", "donated_buffer"),
     Knob("torch._functorch.config", "view_replay_for_aliased_outputs"),

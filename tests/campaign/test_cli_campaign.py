@@ -95,3 +95,12 @@ def test_summary_lists_findings_with_their_paths() -> None:
     text = out.getvalue()
     assert "120 cases in 1m1s (118/min" in text
     assert "corpus/crash.exceptions.x" in text and "dedupe/duplicate_args 7" in text
+    assert "warm-cache" not in text  # no case consulted the cache: no line
+
+    summary["warm_cache"] = {"hit": 6, "partial": 1, "unsaved": 3}
+    out = io.StringIO()
+    print_summary(summary, out)
+    assert (
+        "warm-cache subject: 7 of 10 cases served from AOTAutograd's cache (70%); "
+        "partial 1, unsaved 3"
+    ) in out.getvalue()

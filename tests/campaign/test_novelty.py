@@ -108,3 +108,11 @@ def test_a_shrink_that_ends_in_a_known_bug_is_merged(campaign: Any) -> None:
     _found(campaign, 1, _f("runtime/x"))
     _shrunk(campaign, 1, _f("runtime/a", "runtime/x"))  # the shrunk program still needs a
     assert list(campaign.stats.new) == [known["signature"]] and campaign.stats.merged == 1
+
+
+def test_the_books_count_what_the_cache_did_for_the_warm_subject(campaign: Any) -> None:
+    """The share of cases really served warm is reported, so a bypass never passes for a match
+    (Note [The warm subject])."""
+    for warm in ("hit", "hit", "unsaved", None):
+        _feed(campaign, 0, Done(CaseOutcome("ok", "x", warm=warm), SPEC))  # type: ignore[arg-type]
+    assert campaign.summary()["warm_cache"] == {"hit": 2, "unsaved": 1}
