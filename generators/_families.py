@@ -14,6 +14,8 @@ from functools import partial
 from hypothesis import event
 from hypothesis import strategies as st
 
+from pyfy_fuzz.schema.config import CATALOGUE
+
 from ._build import Builder, Profile
 from ._model import Geometry, Val, contiguous_strides, numel, overlap
 from ._render import variant_changes
@@ -365,7 +367,24 @@ def _draw_out(b: Builder, depth: int = 0) -> OutSpec:
     return OutSpec("tuple", items=tuple(_draw_out(b, depth + 1) for _ in range(b.integer(1, 2))))
 
 
-def _plan(b: Builder, variant: str | None) -> CallPlan:
+def _config(b: Builder) -> tuple[str, ...]:
+    """A configuration from the catalogue (Note [Drawn configurations] in
+    pyfy_fuzz/schema/config.py): torch's defaults for three programs in four, else one knob,
+    sometimes with a second compile knob. Shrinks to the defaults."""
+    if not b.chance(4):
+        return ()
+    names = sorted(n for n, k in CATALOGUE.items() if b.profile.frontend in k.frontends)
+    first = b.draw(st.sampled_from(names))
+    config: tuple[str, ...] = (first,)
+    if b.chance(4):
+        more = [n for n in names if n != first and CATALOGUE[n].kind == "compile"]
+        config += (b.draw(st.sampled_from(more)),)
+    for name in config:
+        event(f"config: {name}")
+    return config
+
+
+def _plan(b: Builder, variant: str | None, config: tuple[str, ...] = ()) -> CallPlan:
     p = b.profile
     dynamic = p.frontend == "dynamo" and b.chance(6)
     if dynamic:
@@ -382,6 +401,7 @@ def _plan(b: Builder, variant: str | None) -> CallPlan:
         frontend=p.frontend,
         mode=p.mode,
         saved_tensor_hooks=b.backward and b.chance(8),
+        config=config,
     )
 
 
@@ -393,6 +413,7 @@ def build(draw: Callable[..., object], family: str, max_ops: int, max_inputs: in
     # and aliasing variants came in ~1 in 60 (measured); the guard oracles starved.
     variant = None if not b.chance(3) else b.pick(("aliasing", "shape", "dtype"))
     twin = variant == "aliasing" and b.chance(2)  # drawn here too: shrinking keeps it simple
+    config = _config(b)  # early, for the same reason
     b.backward = not b.chance(5)
     _BUILDERS[family](b)
     if not b.inputs:
@@ -405,7 +426,7 @@ def build(draw: Callable[..., object], family: str, max_ops: int, max_inputs: in
     if not b.outputs or b.chance(3):
         b.outputs += [_draw_out(b) for _ in range(b.integer(1, 2))]
     event(f"family: {family}")
-    spec = b.spec(_plan(b, variant))
+    spec = b.spec(_plan(b, variant, config))
     if variant is not None and not variant_changes(spec):
         # A variant that gives the call 0's inputs again tests no guard (and read the file's
         # replay of torch's own error as guard-unsound): none.

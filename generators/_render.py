@@ -15,7 +15,17 @@ from __future__ import annotations
 import re
 from dataclasses import asdict
 
-from ._spec import FunctionSpec, InputSpec, ModuleSpec, OutSpec, ProgramSpec, RootSpec, Stmt
+from pyfy_fuzz.schema.config import call_context
+
+from ._spec import (
+    FunctionSpec,
+    InputSpec,
+    ModuleSpec,
+    OutSpec,
+    ProgramSpec,
+    RootSpec,
+    Stmt,
+)
 
 _PRELUDE = '''
 def _root(g, shape, dtype, layout, grad, subclass=None, variant=None):
@@ -102,10 +112,24 @@ def drive(call, args, seed=0, module=None):
     return _drive(call, args, seed, leaves)
 
 
+def call_site():
+    """The call-site context the plan's configuration names (CALL_CONTEXT: no_grad,
+    inference_mode or autocast), around the call only: backward runs outside it, as a
+    training step's would."""
+    if CALL_CONTEXT == "no_grad":
+        return torch.no_grad()
+    if CALL_CONTEXT == "inference_mode":
+        return torch.inference_mode()
+    if CALL_CONTEXT == "autocast":
+        return torch.autocast(torch.device(DEVICE).type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
 def _drive(call, args, seed, leaves):
     torch.manual_seed(seed)
     try:
-        out = call(*args)
+        with call_site():
+            out = call(*args)
         result = {"out": out, "grad_enabled_after": torch.is_grad_enabled(), "grads": None, "second": None}
     finally:
         torch.set_grad_enabled(True)
@@ -364,18 +388,29 @@ def out_expr(out: OutSpec) -> str:
     raise ValueError(f"unknown output kind {out.kind!r}")
 
 
+# A custom Function's forward lines and its exact gradient, by FunctionSpec.body.
+_FN_FORWARD = {
+    "scale": ["y = x * 3"],
+    "sin": ["y = x.sin()"],
+    "dirty": ["x.mul_(3)", "y = x"],
+    "view": ["y = x.view_as(x)"],
+    "bw_mutate": ["y = x * 3"],
+}
+_FN_GRAD = {
+    "scale": "g * 3",
+    "sin": "g * x.cos()",
+    "dirty": "g * 3",
+    "view": "g",
+    "bw_mutate": "g * 3",
+}
+
+
 def function_source(k: int, fn: FunctionSpec) -> str:
     """A custom autograd.Function whose backward is the exact derivative of its forward."""
-    fwd = {
-        "scale": ["y = x * 3"],
-        "sin": ["y = x.sin()"],
-        "dirty": ["x.mul_(3)", "y = x"],
-        "view": ["y = x.view_as(x)"],
-    }[fn.body]
-    grad = {"scale": "g * 3", "sin": "g * x.cos()", "dirty": "g * 3", "view": "g"}[fn.body]
+    fwd, grad = _FN_FORWARD[fn.body], _FN_GRAD[fn.body]
     outs = "y, y.detach() * 0" if fn.non_differentiable else "y"
     ctx_lines = []
-    if fn.body == "sin":
+    if fn.body in ("sin", "bw_mutate"):
         ctx_lines.append("ctx.save_for_backward(x)")
     if fn.body == "dirty":
         ctx_lines.append("ctx.mark_dirty(x)")
@@ -418,8 +453,10 @@ def function_source(k: int, fn: FunctionSpec) -> str:
         lines.append('        torch.ops.aten._print("pyfy-fuzz backward")')
     if not fn.materialize_grads:
         lines += ["        if g is None:", "            return None"]
-    if fn.body == "sin":
+    if fn.body in ("sin", "bw_mutate"):
         lines.append("        (x,) = ctx.saved_tensors")
+    if fn.body == "bw_mutate":  # after unpacking: the saved version is checked there
+        lines.append("        x.mul_(2)  # a forward input, mutated during the backward")
     lines.append(f"        return {grad}")
     return "\n".join(lines)
 
@@ -584,6 +621,8 @@ def render(spec: ProgramSpec, device: str = "cpu") -> str:
     parts = [
         f'"""pyfy-fuzz program (family {spec.family}). Needs only torch: python this_file.py"""',
         "",
+        "import contextlib",
+        "",
         "import torch",
     ]
     subclasses = {r.subclass for r in spec.roots}
@@ -604,6 +643,7 @@ def render(spec: ProgramSpec, device: str = "cpu") -> str:
         parts += ["", function_source(k, fn), ""]
     parts += ["", _fn_source(spec), "", "", _make_inputs_source(spec), ""]
     parts.append(f"PLAN = {asdict(spec.plan)!r}")
+    parts.append(f"CALL_CONTEXT = {call_context(spec.plan.config)!r}")
     parts.append(f"SPEC = {spec.to_json()!r}")
     parts.append(_MAIN)
     return "\n".join(parts)

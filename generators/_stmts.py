@@ -408,6 +408,26 @@ def stmt_rng(b: Builder) -> bool:
     return True
 
 
+def _backward_may_mutate(b: Builder, v: Val) -> bool:
+    """Can a custom Function's backward write into v (AOTAutograd: a forward input mutated in
+    the backward, autograd/mutation_in_backward)? v must be an argument that requires grad,
+    its own storage, not saved by an earlier op: the engine runs the earlier ops' backward
+    nodes after this one (lower sequence numbers), and one that saved v would find it
+    modified. Later ops run theirs first."""
+    return (
+        b.grad_on
+        and b.backward
+        and v.requires_grad
+        and v.input_index is not None
+        and not v.is_view
+        and not v.overlapping
+        and not v.subclass
+        and not v.param
+        and v.family not in b.saved_families
+        and v.name not in b.dup_names
+    )
+
+
 def stmt_function(b: Builder, target: Val | None = None) -> bool:
     """Apply a new custom autograd.Function to a float value."""
     if target is None:
@@ -419,6 +439,8 @@ def stmt_function(b: Builder, target: Val | None = None) -> bool:
     bodies = ["scale", "sin", "view"]
     if mutable(b, v, b.grad_on) and not v.is_view:
         bodies.append("dirty")
+    if _backward_may_mutate(b, v):
+        bodies.append("bw_mutate")
     fn = FunctionSpec(
         style=b.pick(("ctx", "setup_context")),
         body=b.pick(bodies),
@@ -450,7 +472,7 @@ def stmt_function(b: Builder, target: Val | None = None) -> bool:
         )
     else:
         out = fresh(b, v, v.shape, v.dtype, v.requires_grad)
-        if fn.body == "sin" and rg:
+        if fn.body in ("sin", "bw_mutate") and rg:
             b.saved_families.add(v.family)
     outs = [out.name]
     b.vals[out.name] = out

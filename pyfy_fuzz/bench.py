@@ -253,16 +253,18 @@ def bare(spec: ProgramSpec, backend: str, d: Path) -> float | None:
             call(fn, fn, seed)
     torch._dynamo.reset()
     with case_caches():
+        fn, args = program.make_fn(), program.make_inputs(0)
         try:
-            r = pythonify(
-                program.make_fn(),
-                program.make_inputs(0),
-                d / "p.py",
-                backend=backend,
-                frontend=plan.frontend,
-                dynamic=plan.dynamic,
-                mode=plan.mode,
-            )
+            with program.module.call_site():  # as compile_once
+                r = pythonify(
+                    fn,
+                    args,
+                    d / "p.py",
+                    backend=backend,
+                    frontend=plan.frontend,
+                    dynamic=plan.dynamic,
+                    mode=plan.mode,
+                )
         except Exception:
             return None
         torch._dynamo.reset()

@@ -61,6 +61,7 @@ __all__ = [
     "Campaign",
     "CampaignConfig",
     "CampaignResult",
+    "DEFAULT_INDUCTOR_SHARE",
     "MAX_SHRINKS_PER_COARSE",
     "NewFinding",
     "PHASE_SUBJECT",
@@ -90,6 +91,9 @@ class CampaignConfig:
     corpus: Path
     device: str = "cpu"
     backend: str = "aot_eager"
+    # One drawn case in N compiles with Inductor instead (`pyfy-fuzz run` without --backend:
+    # DEFAULT_INDUCTOR_SHARE); 0: every case uses `backend`.
+    inductor_share: int = 0
     workers: int = 1
     seed: int = 0
     wrappers: list[str] | None = None
@@ -122,6 +126,9 @@ class CampaignConfig:
 # minimal program needs no particular wrapper path is shrunk once; one that shows in two
 # unrelated contexts gets a second entry; past that, shrinking it again is time not exploring.
 MAX_SHRINKS_PER_COARSE = 2
+# `pyfy-fuzz run` without --backend: one case in this many compiles with Inductor (what users
+# ship), the rest with aot_eager (cheap, exact); cached kernels are reused across cases.
+DEFAULT_INDUCTOR_SHARE = 10
 # Each saved repro.py is run once on its own (a compile: seconds); what is still unchecked at
 # the end of the budget gets REPRO_WAIT_S more, then the entry stays without a "repro" record.
 REPRO_TIMEOUT_S = 120.0
@@ -158,6 +165,7 @@ class Stats:
     # The warm subject, by what AOTAutograd's cache did (Note [The warm subject]): only "hit"
     # and "partial" cases were judged warm.
     warm: Counter[str] = field(default_factory=Counter)
+    backends: Counter[str] = field(default_factory=Counter)  # explored cases per backend
     deaths: Counter[str] = field(default_factory=Counter)
     recycled: int = 0
     known_seen: Counter[str] = field(default_factory=Counter)
@@ -244,6 +252,7 @@ class Campaign:
         return WorkerConfig(
             slot=slot,
             backend=c.backend,
+            inductor_share=c.inductor_share,
             device=c.device,
             impl=c.impl,
             wrappers=c.wrappers,
@@ -362,11 +371,17 @@ class Campaign:
             return
         st.status[r.status] += 1
         st.families[r.family] += 1
+        if r.backend:
+            st.backends[r.backend] += 1
         st.wrapper_hits.update(r.wrapper_paths)
         if r.unsupported:
             st.unsupported += 1
         if r.warm is not None:
             st.warm[r.warm] += 1
+        for knob in r.config_skipped:
+            note = f"config: this torch lacks knob {knob!r}; cases drawn with it ran without it"
+            if note not in st.notes:
+                st.notes.append(note)
         for f in r.findings:
             self._count(f)
 
@@ -609,7 +624,9 @@ class Campaign:
         bug_in: BugIn = BUG_IN[as_subject(f["subject"])]
         if bug_in == "pythonify" and c.impl == "torch":
             bug_in = "torch"  # the pythonify under test is torch's own
-        mode = json.loads(new.spec).get("plan", {}).get("mode")
+        plan = json.loads(new.spec).get("plan", {})
+        mode = plan.get("mode")
+        backend = plan.get("backend") or c.backend  # a mixed campaign's case names its own
         record = CaseRecord(
             format=CASE_FORMAT,
             signature=f["signature"],
@@ -626,7 +643,7 @@ class Campaign:
             consequences=list(f.get("consequences", ())),
             explanation=f.get("explanation", ""),
             severity=severity_of(f),
-            title=title_of(f, c.backend, mode),
+            title=title_of(f, backend, mode),
             difference=difference_of(f.get("explanation", "")),
             bug_in=bug_in,
             # torch bugs are expected to keep failing on stock torch; ours must be fixed.
@@ -637,7 +654,7 @@ class Campaign:
             campaign_seed=c.seed,
             torch=torch.__version__,
             pyfy_fuzz=__version__,
-            backend=c.backend,
+            backend=backend,
             device=c.device,
             pythonify=c.impl,
             count=new.count,
@@ -714,6 +731,7 @@ class Campaign:
             "families": dict(st.families),
             "unsupported": st.unsupported,
             "warm_cache": dict(st.warm),
+            "backends": dict(st.backends),
             "deaths": dict(st.deaths),
             "recycled": st.recycled,
             "notes": st.notes[-50:],
@@ -722,6 +740,7 @@ class Campaign:
             "config": {
                 "budget_s": self.config.budget_s,
                 "backend": self.config.backend,
+                "inductor_share": self.config.inductor_share,
                 "device": self.config.device,
                 "workers": self.config.workers,
                 "seed": self.config.seed,

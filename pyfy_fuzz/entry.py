@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from generators import render, spec_from_dict
+from pyfy_fuzz.schema.config import call_context
 
 from ._repro_check import first_difference
 from .repro import render_repro, title
@@ -122,6 +123,10 @@ def _setup(case: dict[str, Any], repro: str) -> list[str]:
         calls += ", inside saved_tensors_hooks"
     if plan.get("variant"):
         calls += f", then a call with other inputs ({plan['variant']})"
+    drawn = tuple(plan.get("config", ()))
+    context = call_context(drawn)
+    if context is not None:
+        calls += f", each call under {context}"
     config = [line for line in repro.splitlines() if _CONFIG_LINE.match(line)]
     return [
         f"- backend: `{case.get('backend')}`, device: `{case.get('device')}`, front-end: "
@@ -130,6 +135,8 @@ def _setup(case: dict[str, Any], repro: str) -> list[str]:
         f"- plan: {calls}",
         "- config (the campaign's settings that matter to this program, set in repro.py): "
         + (", ".join(f"`{c.split('  #')[0]}`" for c in config) or "none, torch's defaults"),
+        "- drawn configuration (pyfy-fuzz's catalogue): "
+        + (", ".join(f"`{n}`" for n in drawn) or "none, torch's defaults"),
     ]
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from tabulate import tabulate
 
 from .atomic import atomic_write
-from .schema.paths import ALL_PATHS
+from .schema.paths import ALL_PATHS, CUDA_ONLY
 from .triage_view import (
     FINDINGS_CSS,
     Findings,
@@ -154,13 +154,21 @@ def path_rows(runs: list[RunSummary]) -> list[PathRow]:
     return never + reached_rows
 
 
+def _label(r: PathRow) -> str:
+    """The path as the table shows it: marked when it is outside the catalogue, or a path
+    only a GPU run can reach."""
+    if not r.in_catalogue:
+        return r.path + " (not in catalogue)"
+    return r.path + (" (CUDA only)" if r.path in CUDA_ONLY else "")
+
+
 _HEADERS = ["wrapper path", "cases", "runs", "findings", "last reached", "latest run"]
 
 
 def _table(rows: list[PathRow]) -> list[list[Any]]:
     return [
         [
-            r.path + ("" if r.in_catalogue else " (not in catalogue)"),
+            _label(r),
             r.cases,
             r.runs,
             r.findings,
@@ -291,6 +299,7 @@ def _paths_html(rows: list[PathRow], runs: list[RunSummary]) -> str:
         body.append(
             f"<tr{cls}><td><code>{esc(r.path)}</code>"
             + ("" if r.in_catalogue else " <em>(not in catalogue)</em>")
+            + (" <em>(CUDA only)</em>" if r.path in CUDA_ONLY else "")
             + f"</td><td>{r.cases}</td><td>{r.runs}</td><td>{r.findings}</td>"
             f"<td>{esc(r.last_reached or 'never')}</td><td>{r.latest}</td></tr>"
         )

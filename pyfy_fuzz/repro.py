@@ -36,6 +36,7 @@ from generators.source import (
     render,
     stmt_lines,
 )
+from pyfy_fuzz.schema.config import CATALOGUE, call_context
 from pyfy_fuzz.schema.spec import ProgramSpec, draws_random
 
 from . import _repro_helpers as H
@@ -161,7 +162,7 @@ class _Repro:
             lines += ["import importlib.util", "import os"]
             if "mirror" in self._subclasses():
                 lines.append("import sys")
-        if self.backend == "inductor":
+        if self._caches():
             lines += [] if "import os" in lines else ["import os"]
             lines.append("import tempfile")
         if self.finding["kind"] == "hang":
@@ -216,13 +217,42 @@ class _Repro:
             )
         if self.spec.plan.second_backward == "retain" and check.backward.startswith("second"):
             lines.append("torch._functorch.config.donated_buffer = False  # for retain_graph")
-        if self.backend == "inductor":
+        lines += [line for line in self._drawn_config() if line not in lines]
+        if self._caches():
             # torch's caches on, but cold, as the campaign's stock reference compiled
             # (Note [The stock reference] in subjects/stock.py)
             lines.append('os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp()  # cold')
         if self.finding["kind"] == "hang":
             lines.append("faulthandler.dump_traceback_later(120, exit=True)  # hung: exit 1")
         return lines
+
+    def _drawn_config(self) -> list[str]:
+        """The compile knobs of the case's configuration (Note [Drawn configurations] in
+        schema/config.py) as assignments; call knobs wrap the calls instead (`_calls`)."""
+        lines = []
+        for name in self.spec.plan.config:
+            knob = CATALOGUE[name]
+            if knob.kind != "compile" or self.device.split(":")[0] not in knob.devices:
+                continue
+            for target, value in knob.settings:
+                lines.append(f"{target} = {value!r}  # the case's configuration: {name}")
+        return lines
+
+    def _caches(self) -> bool:
+        """Does torch consult AOTAutograd's and the FX graph caches for this compile?"""
+        return self.backend == "inductor" or "bundled_cache" in self.spec.plan.config
+
+    def _call_site(self) -> str | None:
+        """The `with` line of the configuration's call-site knob, if it has one."""
+        context = call_context(self.spec.plan.config)
+        if context is None:
+            return None
+        if context == "autocast":
+            device = self.device.split(":")[0]
+            return (
+                f'with torch.autocast("{device}", dtype=torch.bfloat16):  # the case\'s call site'
+            )
+        return f"with torch.{context}():  # the case's call site (configuration)"
 
     def _definitions(self) -> list[str]:
         """The subclass, the custom op, the custom Functions and the hook the program uses."""
@@ -337,6 +367,9 @@ class _Repro:
             seed, indent, make = "seed", "        ", "make(seed)"
         uses_args = bool(re.search(r"\bargs\b", check.fact))
         inner = ["out = fn(*args)" if uses_args else f"out = fn(*{make})"]
+        site = self._call_site()
+        if site is not None:
+            inner = [site, f"    {inner[0]}"]
         if check.grad_mode:
             inner.append("grad_mode = torch.is_grad_enabled()")
         if self._uses("set_grad_enabled"):
@@ -453,7 +486,9 @@ class _Repro:
         if self.check.variant and self.spec.plan.variant is not None:
             inputs.append("make_variant_inputs()")  # its graph is cached too
         lines = [*setup, f"cold = {compiled}"]
-        lines += [f"fill_cache(cold, {i})  # compiles, then saves the cache entry" for i in inputs]
+        fill = [f"fill_cache(cold, {i})  # compiles, then saves the cache entry" for i in inputs]
+        site = self._call_site()
+        lines += fill if site is None else [site, *(f"    {x}" for x in fill)]
         lines += ["torch._dynamo.reset()  # the compile below is served from the cache", *setup]
         return lines, "eager", fresh, "torch.compile (warm cache)", compiled
 

@@ -45,6 +45,7 @@ from .subjects import (
     Served,
     case_caches,
     compile_once,
+    drawn_config,
     eager_target,
     pythonified_target,
     served,
@@ -81,6 +82,8 @@ class CaseResult:
     # What AOTAutograd's cache did for the warm subject (Note [The warm subject]); None where
     # torch would not consult the cache (aot_eager without force_autograd_cache).
     warm: Served | None = None
+    # Knobs of the plan's configuration this torch lacks: the case ran without them.
+    config_skipped: tuple[str, ...] = ()
 
 
 def _nondeterminism(a: SubjectObs, b: SubjectObs) -> str | None:
@@ -148,7 +151,9 @@ def run_case(
 ) -> CaseResult:
     """`on_phase(name)` is told before each stage (materialize, eager, compile,
     torch.compile, pythonify, eager-fp64, oracles): a campaign worker reports it so a case that
-    kills the interpreter is attributed to the subject that was running."""
+    kills the interpreter is attributed to the subject that was running. A spec that names
+    its own backend (`CallPlan.backend`: a campaign's mix drew it) compiles with that one."""
+    backend = spec.plan.backend or backend
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     _check_device(device)
@@ -160,18 +165,18 @@ def run_case(
     eager = _eager_or_discard(spec, program, clock)
     if isinstance(eager, CaseResult):
         return eager
-    with _rng_config(spec), _functorch_config(program.plan), case_caches():
+    with (
+        _rng_config(spec),
+        _functorch_config(program.plan),
+        drawn_config(program.plan, device) as skipped,
+        case_caches(),
+    ):
         got = _compiled_subjects(
             spec, program, eager, impl or BundledPythonify(), backend, device, workdir, clock
         )
     ev = _evidence(got, program, backend, device)
     clock.phase("oracles")
-    with recording() as excused:
-        if got.dead_code:
-            excuse("dead-code-error")
-        findings = oracles.check_all(ev)
-        if got.warm is not None:
-            findings += _warm_findings(replace(ev, compiled=got.warm, pythonified=None), findings)
+    findings, excused = _judge(ev, got)
     clock.lap("oracles_s")
     clock.timings["total_s"] = time.perf_counter() - clock.start
     once = got.once
@@ -191,6 +196,7 @@ def run_case(
         pythonified_path=once.produced.path if once.produced else None,
         evidence=ev if keep_evidence else None,
         warm=got.served,
+        config_skipped=skipped,
     )
 
 
@@ -288,6 +294,18 @@ def _warm(
     how = served(CacheCounts.now().since(before))
     clock.lap("warm_run_s")
     return (obs if how in ("hit", "partial") else None), how
+
+
+def _judge(ev: Evidence, got: _Subjects) -> tuple[list[Finding], list[str]]:
+    """Every oracle on the evidence, then on the warm subject's; and the by-design entries
+    that applied."""
+    with recording() as excused:
+        if got.dead_code:
+            excuse("dead-code-error")
+        findings = oracles.check_all(ev)
+        if got.warm is not None:
+            findings += _warm_findings(replace(ev, compiled=got.warm, pythonified=None), findings)
+    return findings, excused
 
 
 def _warm_findings(ev: Evidence, cold: list[Finding]) -> list[Finding]:

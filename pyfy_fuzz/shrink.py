@@ -76,6 +76,8 @@ def complexity(spec: ProgramSpec) -> int:
         + (p.frontend != "dynamo")
         + (p.mode is not None)
         + p.saved_tensor_hooks
+        + len(p.config)
+        + (p.backend is not None)
     )
     for r in spec.roots:
         n += 1 + len(r.shape) + sum(r.shape)
@@ -324,6 +326,8 @@ def _simplify_plan(spec: ProgramSpec) -> Iterator[ProgramSpec]:
         steps.append({"frontend": "dynamo"})
     if p.mode is not None and spec.family not in _MODE_FAMILIES:
         steps.append({"mode": None})
+    if p.backend is not None:  # the campaign's own backend (cheaper than Inductor)
+        steps.append({"backend": None})
     if p.calls > 2:
         steps.append({"calls": p.calls - 1})
     if len(steps) > 1:
@@ -337,6 +341,19 @@ def _simplify_plan(spec: ProgramSpec) -> Iterator[ProgramSpec]:
         yield replace(spec, plan=plainest)
     for step in steps:
         yield replace(spec, plan=replace(p, **step))
+
+
+def _default_config(spec: ProgramSpec) -> Iterator[ProgramSpec]:
+    """torch's defaults first, then each knob left out (Note [Drawn configurations]): a
+    finding keeps a knob of its configuration only when the bug needs it."""
+    config = spec.plan.config
+    if not config:
+        return
+    yield replace(spec, plan=replace(spec.plan, config=()))
+    if len(config) > 1:
+        for name in config:
+            kept = tuple(n for n in config if n != name)
+            yield replace(spec, plan=replace(spec.plan, config=kept))
 
 
 def _drop_unused(spec: ProgramSpec) -> Iterator[ProgramSpec]:
@@ -510,6 +527,7 @@ def _simplify_functions(spec: ProgramSpec) -> Iterator[ProgramSpec]:
 
 # Most promising first: what removes the most (and makes every later run cheaper) comes first.
 _PASSES: tuple[Callable[[ProgramSpec], Iterable[ProgramSpec | None]], ...] = (
+    _default_config,  # first: the issue's rule, and a finding under the defaults is plainer
     _drop_inputs,
     _drop_statements,
     _drop_outputs,

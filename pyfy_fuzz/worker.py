@@ -26,7 +26,7 @@ import os
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from typing import Any
 import torch
 import torch._dynamo
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from generators import ProgramSpec, programs
@@ -83,6 +84,9 @@ class WorkerConfig:
 
     slot: int
     backend: str = "aot_eager"
+    # One drawn case in `inductor_share` compiles with Inductor (the spec names it, so it keeps
+    # it through shrinking and saving); 0: every case uses `backend`.
+    inductor_share: int = 0
     device: str = "cpu"
     impl: str = "bundled"  # bundled | torch
     wrappers: list[str] | None = None
@@ -280,10 +284,11 @@ def _run(
 ) -> CaseOutcome:
     """One case; the result as plain data. A pyfy-fuzz exception becomes a harness-error
     finding (the case's spec is what a developer needs to fix it)."""
+    backend = spec.plan.backend or backend or config.backend
     try:
         r = run_case(
             spec,
-            backend=backend or config.backend,
+            backend=backend,
             device=config.device,
             impl=impl,
             workdir=workdir or config.workdir,
@@ -295,6 +300,7 @@ def _run(
             spec.family,
             findings=(_harness_finding(exc).to_dict(),),
             traceback=traceback.format_exc()[-4000:],
+            backend=backend,
         )
     finally:
         torch._dynamo.reset()
@@ -308,6 +314,8 @@ def _run(
         excused=tuple(r.excused),
         total_s=r.timings.get("total_s", 0.0),
         warm=r.warm,
+        config_skipped=r.config_skipped,
+        backend=backend,
     )
 
 
@@ -431,7 +439,10 @@ def _explore(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl, job: Explo
     (shrunk, reported) and the next starts with a derived seed."""
     explorer = _Explorer(ch, config, impl, job.deadline)  # monotonic: system-wide on Linux
     database = DirectoryBasedExampleDatabase(config.database) if config.database else None
-    strategy = programs(config.wrappers, max_ops=config.max_ops, max_inputs=config.max_inputs)
+    strategy = _with_inductor_share(
+        programs(config.wrappers, max_ops=config.max_ops, max_inputs=config.max_inputs),
+        config.inductor_share,
+    )
     for restart in itertools.count():
         explorer.run = run = _Run()
         phases = [Phase.generate, Phase.shrink]
@@ -465,6 +476,24 @@ def _explore(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl, job: Explo
             paths = frozenset(run.best[1].get("identity_paths", ()))
             ch.known.add(KnownBug(run.target, paths, PENDING))
     raise AssertionError("unreachable")
+
+
+def _with_inductor_share(
+    strategy: st.SearchStrategy[ProgramSpec], share: int
+) -> st.SearchStrategy[ProgramSpec]:
+    """One spec in `share` names Inductor as its backend (CallPlan.backend). Drawn beside the
+    program, so Hypothesis shrinks it toward the campaign's own backend: a bug Inductor is not
+    needed for is saved as the cheaper backend's."""
+    if share <= 1:
+        return strategy
+
+    def pick(drawn: tuple[ProgramSpec, int]) -> ProgramSpec:
+        spec, k = drawn
+        if k != share - 1:
+            return spec
+        return replace(spec, plan=replace(spec.plan, backend="inductor"))
+
+    return st.tuples(strategy, st.sampled_from(range(share))).map(pick)
 
 
 def _polish(

@@ -54,6 +54,8 @@ def test_rows_never_reached_first_then_by_cases(tmp_path: Path) -> None:
     assert len(rows) == len(ALL_PATHS) + 1
     text = render_text(rows, load_runs([a, b]))
     assert text.startswith(f"3 of {len(ALL_PATHS) + 1} wrapper paths reached in 2 run(s)")
+    # a path only a GPU reaches is marked, not mistaken for a generator's gap
+    assert "rng/functionalized (CUDA only)" in text and "tokens/forward (CUDA" not in text
 
 
 def test_html_page_has_title_table_and_marks_never_reached(tmp_path: Path) -> None:
@@ -63,6 +65,7 @@ def test_html_page_has_title_table_and_marks_never_reached(tmp_path: Path) -> No
     assert "<title>Wrapper &lt;paths&gt;</title>" in page
     assert page.count('<tr class="never">') == len(ALL_PATHS) - 1
     assert '<table id="wrapper-paths">' in page and "<code>tokens/forward</code>" in page
+    assert "<code>rng/functionalized</code> <em>(CUDA only)</em>" in page
 
 
 @pytest.mark.parametrize(

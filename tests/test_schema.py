@@ -33,6 +33,8 @@ def test_the_schema_imports_without_torch_or_any_other_layer() -> None:
         "import pyfy_fuzz.schema.finding as finding\n"
         "import pyfy_fuzz.schema.case as case\n"
         "import pyfy_fuzz.schema.messages as m\n"
+        "import pyfy_fuzz.schema.config as config\n"
+        "assert config.call_context(('debug_assert', 'no_grad')) == 'no_grad'\n"
         "import pickle\n"
         "done = m.Done(m.CaseOutcome('ok', 'dedupe', wrapper_paths=('a/b',)), '{}', job=3)\n"
         "assert pickle.loads(pickle.dumps(done)) == done\n"
@@ -50,6 +52,7 @@ def test_the_schema_imports_without_torch_or_any_other_layer() -> None:
         "pyfy_fuzz",
         "pyfy_fuzz.schema",
         "pyfy_fuzz.schema.case",
+        "pyfy_fuzz.schema.config",
         "pyfy_fuzz.schema.finding",
         "pyfy_fuzz.schema.messages",
         "pyfy_fuzz.schema.paths",

@@ -1,5 +1,7 @@
 """pyfy-fuzz program (family synthetic_base). Needs only torch: python this_file.py"""
 
+import contextlib
+
 import torch
 
 DEVICE = 'cpu'
@@ -88,10 +90,24 @@ def drive(call, args, seed=0, module=None):
     return _drive(call, args, seed, leaves)
 
 
+def call_site():
+    """The call-site context the plan's configuration names (CALL_CONTEXT: no_grad,
+    inference_mode or autocast), around the call only: backward runs outside it, as a
+    training step's would."""
+    if CALL_CONTEXT == "no_grad":
+        return torch.no_grad()
+    if CALL_CONTEXT == "inference_mode":
+        return torch.inference_mode()
+    if CALL_CONTEXT == "autocast":
+        return torch.autocast(torch.device(DEVICE).type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
 def _drive(call, args, seed, leaves):
     torch.manual_seed(seed)
     try:
-        out = call(*args)
+        with call_site():
+            out = call(*args)
         result = {"out": out, "grad_enabled_after": torch.is_grad_enabled(), "grads": None, "second": None}
     finally:
         torch.set_grad_enabled(True)
@@ -163,8 +179,9 @@ def make_inputs(seed=0, variant=None):
         args = tuple(_unalias(a) if i in (0, 1) else a for i, a in enumerate(args))
     return args
 
-PLAN = {'calls': 2, 'variant': None, 'backward': True, 'tangents': 'randn', 'second_backward': 'retain', 'dynamic': False, 'frontend': 'dynamo', 'mode': None, 'saved_tensor_hooks': False}
-SPEC = '{"body": [{"args": ["a1", 2], "ctx": null, "op": "fill_", "outs": []}, {"args": ["a0"], "ctx": null, "op": "cos", "outs": ["v0"]}, {"args": ["a1", "slice", 0, 0, 1, 1], "ctx": null, "op": "view", "outs": ["v4"]}], "family": "synthetic_base", "functions": [], "inputs": [{"kind": "set_shared", "of": 0, "root": 0, "value": 0, "views": [{"args": [[1], [1], 0], "op": "as_strided"}]}, {"kind": "set_shared", "of": 0, "root": 0, "value": 0, "views": [{"args": [[1], [1], 0], "op": "as_strided"}]}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "v0", "value": 0}, {"items": [], "kind": "ref", "ref": "v0", "value": 0}, {"items": [], "kind": "ref", "ref": "v4", "value": 0}], "plan": {"backward": true, "calls": 2, "dynamic": false, "frontend": "dynamo", "mode": null, "saved_tensor_hooks": false, "second_backward": "retain", "tangents": "randn", "variant": null}, "roots": [{"dtype": "float32", "grad": "none", "layout": "contiguous", "shape": [1], "subclass": null}], "version": 1}'
+PLAN = {'calls': 2, 'variant': None, 'backward': True, 'tangents': 'randn', 'second_backward': 'retain', 'dynamic': False, 'frontend': 'dynamo', 'mode': None, 'saved_tensor_hooks': False, 'config': (), 'backend': None}
+CALL_CONTEXT = None
+SPEC = '{"body": [{"args": ["a1", 2], "ctx": null, "op": "fill_", "outs": []}, {"args": ["a0"], "ctx": null, "op": "cos", "outs": ["v0"]}, {"args": ["a1", "slice", 0, 0, 1, 1], "ctx": null, "op": "view", "outs": ["v4"]}], "family": "synthetic_base", "functions": [], "inputs": [{"kind": "set_shared", "of": 0, "root": 0, "value": 0, "views": [{"args": [[1], [1], 0], "op": "as_strided"}]}, {"kind": "set_shared", "of": 0, "root": 0, "value": 0, "views": [{"args": [[1], [1], 0], "op": "as_strided"}]}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "v0", "value": 0}, {"items": [], "kind": "ref", "ref": "v0", "value": 0}, {"items": [], "kind": "ref", "ref": "v4", "value": 0}], "plan": {"backend": null, "backward": true, "calls": 2, "config": [], "dynamic": false, "frontend": "dynamo", "mode": null, "saved_tensor_hooks": false, "second_backward": "retain", "tangents": "randn", "variant": null}, "roots": [{"dtype": "float32", "grad": "none", "layout": "contiguous", "shape": [1], "subclass": null}], "version": 1}'
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 """pyfy-fuzz program (family input_mutation). Needs only torch: python this_file.py"""
 
+import contextlib
+
 import torch
 
 DEVICE = 'cpu'
@@ -88,10 +90,24 @@ def drive(call, args, seed=0, module=None):
     return _drive(call, args, seed, leaves)
 
 
+def call_site():
+    """The call-site context the plan's configuration names (CALL_CONTEXT: no_grad,
+    inference_mode or autocast), around the call only: backward runs outside it, as a
+    training step's would."""
+    if CALL_CONTEXT == "no_grad":
+        return torch.no_grad()
+    if CALL_CONTEXT == "inference_mode":
+        return torch.inference_mode()
+    if CALL_CONTEXT == "autocast":
+        return torch.autocast(torch.device(DEVICE).type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
 def _drive(call, args, seed, leaves):
     torch.manual_seed(seed)
     try:
-        out = call(*args)
+        with call_site():
+            out = call(*args)
         result = {"out": out, "grad_enabled_after": torch.is_grad_enabled(), "grads": None, "second": None}
     finally:
         torch.set_grad_enabled(True)
@@ -162,8 +178,9 @@ def make_inputs(seed=0, variant=None):
         pass
     return args
 
-PLAN = {'calls': 1, 'variant': None, 'backward': False, 'tangents': 'ones', 'second_backward': None, 'dynamic': False, 'frontend': 'aot', 'mode': None, 'saved_tensor_hooks': False}
-SPEC = '{"body": [{"args": ["a0", 0], "ctx": null, "op": "unsqueeze_", "outs": []}, {"args": ["a0"], "ctx": "inference_mode", "op": "zero_", "outs": []}], "family": "input_mutation", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "a0", "value": 0}], "plan": {"backward": false, "calls": 1, "dynamic": false, "frontend": "aot", "mode": null, "saved_tensor_hooks": false, "second_backward": null, "tangents": "ones", "variant": null}, "roots": [{"dtype": "float32", "grad": "none", "layout": "contiguous", "shape": [], "subclass": null}], "version": 1}'
+PLAN = {'calls': 1, 'variant': None, 'backward': False, 'tangents': 'ones', 'second_backward': None, 'dynamic': False, 'frontend': 'aot', 'mode': None, 'saved_tensor_hooks': False, 'config': (), 'backend': None}
+CALL_CONTEXT = None
+SPEC = '{"body": [{"args": ["a0", 0], "ctx": null, "op": "unsqueeze_", "outs": []}, {"args": ["a0"], "ctx": "inference_mode", "op": "zero_", "outs": []}], "family": "input_mutation", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "a0", "value": 0}], "plan": {"backend": null, "backward": false, "calls": 1, "config": [], "dynamic": false, "frontend": "aot", "mode": null, "saved_tensor_hooks": false, "second_backward": null, "tangents": "ones", "variant": null}, "roots": [{"dtype": "float32", "grad": "none", "layout": "contiguous", "shape": [], "subclass": null}], "version": 1}'
 
 
 if __name__ == "__main__":

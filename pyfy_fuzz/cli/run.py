@@ -38,7 +38,13 @@ def register(commands: Commands) -> None:
     )
     p.add_argument("--budget", default="10m", help="90s, 10m, 1h, 1h30m (default 10m)")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    p.add_argument("--backend", choices=["aot_eager", "inductor"], default="aot_eager")
+    p.add_argument(
+        "--backend",
+        choices=["aot_eager", "inductor"],
+        default=None,
+        help="compile every case with this backend (default: a mix, aot_eager with one case in "
+        "10 compiled by Inductor)",
+    )
     p.add_argument(
         "--workers", type=int, default=None, help="worker processes (default: one per core)"
     )
@@ -107,13 +113,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_json_path(args.json)
     check_device(args.device)
     check_impl(args.pythonify)
-    from pyfy_fuzz.campaign import CampaignConfig
+    from pyfy_fuzz.campaign import DEFAULT_INDUCTOR_SHARE, CampaignConfig
 
     config = CampaignConfig(
         budget_s=budget,
         corpus=args.corpus,
         device=args.device,
-        backend=args.backend,
+        backend=args.backend or "aot_eager",
+        inductor_share=0 if args.backend else DEFAULT_INDUCTOR_SHARE,
         workers=workers,
         seed=args.seed,
         wrappers=wrappers,
@@ -145,6 +152,16 @@ def run_and_summarise(config: Any) -> Any:
     return result
 
 
+def _backends(c: dict[str, Any], s: dict[str, Any]) -> str:
+    """ "aot_eager", or the mix and how many cases each backend ran."""
+    share = c.get("inductor_share") or 0
+    if share <= 1:
+        return str(c["backend"])
+    ran = s.get("backends") or {}
+    counts = ", ".join(f"{b} {n}" for b, n in sorted(ran.items()))
+    return f"{c['backend']} + inductor (1 case in {share}" + (f": {counts})" if counts else ")")
+
+
 def print_summary(s: dict[str, Any], out: Any) -> None:
     from pyfy_fuzz.budget import format_duration
 
@@ -152,7 +169,7 @@ def print_summary(s: dict[str, Any], out: Any) -> None:
     print(
         f"\npyfy-fuzz run: {s['cases']} cases in {format_duration(s['elapsed_s'])} "
         f"({s['cases_per_min']:.0f}/min, {s['shrink_cases']} of them shrinking); "
-        f"torch {s['torch']}, {c['backend']} on {c['device']}, {c['workers']} workers, "
+        f"torch {s['torch']}, {_backends(c, s)} on {c['device']}, {c['workers']} workers, "
         f"shard {c['shard']}",
         file=out,
     )
@@ -186,7 +203,7 @@ def print_summary(s: dict[str, Any], out: Any) -> None:
     if s["deaths"]:
         print(f"worker deaths: {s['deaths']}", file=out)
     for note in s["notes"]:
-        if note.startswith("corpus:"):
+        if note.startswith(("corpus:", "config:")):
             print(f"warning: {note}", file=out)
         elif note.startswith("tlparse:"):
             print(f"note: {note.split(': ', 1)[1]}", file=out)

@@ -77,6 +77,15 @@ class _Copier:
 
 
 def clone_preserving_aliasing(args: Any) -> Any:
-    """Deep-copy every tensor in `args` (a pytree), keeping identity, view and storage sharing."""
+    """Deep-copy every tensor in `args` (a pytree), keeping identity, view and storage sharing.
+
+    The copies keep the originals' autograd state whatever mode the caller is in: pythonify
+    may be called under torch.no_grad() or torch.inference_mode(), as the compiled function
+    will be (a drawn call-site configuration), and a copy made there would lose its
+    requires_grad, or become an inference tensor, so the file would guard on the wrong
+    metadata. Copies are inference tensors only where every original is one."""
     copier = _Copier()
-    return pytree.tree_map(copier.copy, args)
+    tensors = [t for t in pytree.tree_leaves(args) if isinstance(t, torch.Tensor)]
+    inference = bool(tensors) and all(t.is_inference() for t in tensors)
+    with torch.inference_mode(inference), torch.enable_grad():
+        return pytree.tree_map(copier.copy, args)

@@ -137,6 +137,8 @@ class CaseOutcome:
     total_s: float = 0.0  # the case's wall time
     traceback: str = ""  # status "error": where pyfy-fuzz raised
     warm: Served | None = None  # what the cache did for the warm subject; None: not consulted
+    config_skipped: tuple[str, ...] = ()  # configuration knobs this torch lacks (not applied)
+    backend: str = ""  # what the case compiled with ("": not recorded)
 
     def __post_init__(self) -> None:
         if self.status not in ("ok", "discarded", "invalid", "error"):

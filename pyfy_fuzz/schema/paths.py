@@ -12,6 +12,7 @@ from __future__ import annotations
 
 __all__ = [
     "ALL_PATHS",
+    "CUDA_ONLY",
     "FAMILY_TARGETS",
     "OUTPUT_ALIAS_KINDS",
     "REFINEMENTS",
@@ -87,6 +88,12 @@ ALL_PATHS: tuple[str, ...] = (
     "tokens/forward",
 )
 
+
+# Paths torch takes only on a GPU: a CPU campaign never reaches them, and the report says so
+# rather than listing them as a generator's gap. FunctionalizedRngRuntimeWrapper is built
+# only for CUDA RNG (functionalize_rng_ops with CUDA inputs); on CPU its emitted helper is
+# tested by itself (tests/pythonify/wrappers).
+CUDA_ONLY: frozenset[str] = frozenset({"rng/functionalized"})
 
 # Variants that refine a path which is itself always emitted alongside them. They are reported
 # and counted like any path, but finding signatures leave them out (`signature_paths`), so

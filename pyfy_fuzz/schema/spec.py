@@ -20,6 +20,8 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from .config import check_config
+
 __all__ = [
     "CONTEXTS",
     "CallPlan",
@@ -32,6 +34,7 @@ __all__ = [
     "LAYOUTS",
     "ModuleSpec",
     "OutSpec",
+    "PLAN_BACKENDS",
     "ProgramSpec",
     "RANDOM_OPS",
     "RootSpec",
@@ -62,6 +65,7 @@ FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
 LAYOUTS = ("contiguous", "transposed", "strided", "expanded", "offset")
 GRAD_KINDS = ("none", "leaf", "nonleaf")
 INPUT_KINDS = ("root", "view", "dup", "set_shared", "int")
+PLAN_BACKENDS = ("aot_eager", "inductor")  # runner.BACKENDS, which a spec may name
 SUBCLASSES = ("two_tensor", "mirror")
 # Statement ops that draw from the global generator: a program with one is compiled with
 # Inductor's fallback_random (runner.py; by_design: inductor-rng, rng-dead-code).
@@ -140,7 +144,9 @@ class OutSpec:
 @dataclass(frozen=True)
 class FunctionSpec:
     """A custom torch.autograd.Function. body: scale | sin | dirty (mark_dirty, in place) |
-    view (returns a view of its input). Flags pick the ctx features used."""
+    view (returns a view of its input) | bw_mutate (scales, and its backward doubles the saved
+    input in place: a forward input mutated during the backward). Flags pick the ctx
+    features used."""
 
     style: str = "ctx"  # "ctx": forward(ctx, x); "setup_context": forward(x) + setup_context
     body: str = "scale"
@@ -181,6 +187,13 @@ class CallPlan:
     # Run call and backward inside torch.autograd.graph.saved_tensors_hooks (Dynamo cannot
     # trace the context manager inside the function, so it wraps the call).
     saved_tensor_hooks: bool = False
+    # The configuration catalogue's knobs the case runs under (schema.config.CATALOGUE, Note
+    # [Drawn configurations]); () is torch's defaults.
+    config: tuple[str, ...] = ()
+    # The backend this case compiles with; None: whatever run_case is given (the campaign's).
+    # A campaign's default mix sets it on the cases it draws for Inductor, so the case keeps
+    # it through shrinking, saving and replay.
+    backend: str | None = None
 
 
 @dataclass(frozen=True)
@@ -308,3 +321,15 @@ def validate(spec: ProgramSpec) -> None:
     for i, stmt in enumerate(spec.body):
         if stmt.ctx is not None and stmt.ctx not in CONTEXTS:
             raise SpecError(f"body[{i}].ctx: expected one of {CONTEXTS}, got {stmt.ctx!r}")
+    if spec.plan.backend not in (None, *PLAN_BACKENDS):
+        raise SpecError(
+            f"plan.backend: expected None or one of {PLAN_BACKENDS}, got {spec.plan.backend!r}"
+        )
+    if not isinstance(spec.plan.config, tuple) or not all(
+        isinstance(n, str) for n in spec.plan.config
+    ):
+        raise SpecError(f"plan.config: expected knob names, got {spec.plan.config!r}")
+    try:
+        check_config(spec.plan.config)
+    except ValueError as exc:
+        raise SpecError(f"plan.config: {exc}") from None

@@ -9,7 +9,7 @@ from .compile_once import CompileOnce, compile_once, plain_compile
 from .eager import eager_target
 from .impl import BundledPythonify, Produced, PythonifyImpl
 from .pythonified import pythonified_target
-from .stock import COMPARABILITY, STOCK_KNOBS, case_caches, non_stock
+from .stock import COMPARABILITY, STOCK_KNOBS, case_caches, drawn_config, non_stock
 from .torch_compile import torch_compile_target
 from .warm import SERVED, WARM, CacheCounts, Served, served, warm_applies, warm_target
 
@@ -26,6 +26,7 @@ __all__ = [
     "Served",
     "case_caches",
     "compile_once",
+    "drawn_config",
     "eager_target",
     "non_stock",
     "plain_compile",

@@ -83,17 +83,20 @@ def _aot_compile(flat_fn: Any, leaves: list[Any], backend: str) -> Any:
 
 def compile_once(program: Program, impl: PythonifyImpl, backend: str, path: Path) -> CompileOnce:
     plan = program.plan
-    fn = program.make_fn()
+    fn, args = program.make_fn(), program.make_inputs(0)
     try:
-        produced = impl.produce(
-            fn,
-            program.make_inputs(0),
-            path,
-            backend=backend,
-            frontend=plan.frontend,
-            dynamic=plan.dynamic,
-            mode=plan.mode,
-        )
+        # compiled as it will be called: under the plan's call-site knob, if any (Note [Drawn
+        # configurations] in schema/config.py); the inputs are made outside it, as drive's are
+        with program.module.call_site():
+            produced = impl.produce(
+                fn,
+                args,
+                path,
+                backend=backend,
+                frontend=plan.frontend,
+                dynamic=plan.dynamic,
+                mode=plan.mode,
+            )
         result = CompileOnce(None, None, produced)
     except impl.unsupported as exc:
         reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"

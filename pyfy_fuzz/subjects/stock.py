@@ -36,9 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyfy_fuzz.schema.config import CATALOGUE
+from pyfy_fuzz.schema.spec import CallPlan
+
 __all__ = [
     "case_caches",
     "COMPARABILITY",
+    "drawn_config",
     "Knob",
     "non_stock",
     "STOCK_KNOBS",
@@ -142,3 +146,37 @@ def case_caches() -> Iterator[Path]:
         for cls, original in reversed(undo):
             setattr(cls, "_get_tmp_dir", original)  # noqa: B010
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def drawn_config(plan: CallPlan, device: str = "cpu") -> Iterator[tuple[str, ...]]:
+    """The plan's compile knobs (Note [Drawn configurations] in schema/config.py), patched for
+    every compile of the case; yields the knobs this torch lacks an entry for, which are
+    skipped (the campaign notes them), never a crash. A knob for other devices (CUDA-only
+    functionalize_rng on a CPU case) is left out: torch would ignore it. Call knobs are the
+    program's drive's."""
+    skipped: list[str] = []
+    with contextlib.ExitStack() as stack:
+        for name in plan.config:
+            knob = CATALOGUE[name]
+            if knob.kind != "compile" or _device_type(device) not in knob.devices:
+                continue
+            patches: list[tuple[Any, str, object]] = []
+            for target, value in knob.settings:
+                module, entry = target.rsplit(".", 1)
+                try:
+                    Knob(module, entry).default()
+                except (ImportError, RuntimeError):
+                    break
+                patches.append((importlib.import_module(module), entry, value))
+            else:
+                for config, entry, value in patches:
+                    stack.enter_context(config.patch(**{entry: value}))
+                continue
+            skipped.append(name)
+        yield tuple(skipped)
+
+
+def _device_type(device: str) -> str:
+    """ "cuda:1" -> "cuda"."""
+    return device.split(":", 1)[0]

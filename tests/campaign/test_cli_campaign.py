@@ -104,3 +104,54 @@ def test_summary_lists_findings_with_their_paths() -> None:
         "warm-cache subject: 7 of 10 cases served from AOTAutograd's cache (70%); "
         "partial 1, unsaved 3"
     ) in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "argv, backend, share",
+    [
+        ([], "aot_eager", 10),  # the default mix: Inductor, what users ship, in 1 case of 10
+        (["--backend", "aot_eager"], "aot_eager", 0),  # --backend pins one
+        (["--backend", "inductor"], "inductor", 0),
+    ],
+)
+def test_the_default_backend_is_a_mix_and_backend_pins_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: list[str], backend: str, share: int
+) -> None:
+    import pyfy_fuzz.cli.run as run_cli
+
+    seen = []
+
+    class _Done:
+        exit_code = 0
+
+    monkeypatch.setattr(run_cli, "run_and_summarise", lambda c: seen.append(c) or _Done())
+    assert main(["run", "--budget", "5s", "--corpus", str(tmp_path / "c"), *argv]) == 0
+    assert (seen[0].backend, seen[0].inductor_share) == (backend, share)
+
+
+def test_the_summary_names_the_mix() -> None:
+    summary = {
+        "cases": 20,
+        "elapsed_s": 60.0,
+        "cases_per_min": 20.0,
+        "shrink_cases": 0,
+        "torch": "2.13.0",
+        "known_seen": {},
+        "config": {
+            "backend": "aot_eager",
+            "inductor_share": 10,
+            "device": "cpu",
+            "workers": 2,
+            "shard": "1/1",
+        },
+        "backends": {"aot_eager": 18, "inductor": 2},
+        "findings": [],
+        "wrapper_hits": {},
+        "deaths": {},
+        "notes": ["config: this torch lacks knob 'x'; cases drawn with it ran without it"],
+    }
+    out = io.StringIO()
+    print_summary(summary, out)
+    text = out.getvalue()
+    assert "aot_eager + inductor (1 case in 10: aot_eager 18, inductor 2) on cpu" in text
+    assert "warning: config: this torch lacks knob 'x'" in text

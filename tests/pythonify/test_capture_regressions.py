@@ -82,3 +82,35 @@ def test_module_full_backward_hook_is_refused(tmp_path):
     m.register_full_backward_hook(lambda mod, gi, go: None)
     with pytest.raises(PythonifyUnsupported, match="full backward hooks"):
         pythonify(m, (torch.randn(3),), tmp_path / "p.py")
+
+
+def test_copies_keep_autograd_state_under_the_callers_grad_mode():
+    """pythonify may be called under no_grad or inference_mode (a drawn call-site
+    configuration): the copies keep requires_grad and stay normal tensors, as the originals
+    are, or the file guards on the wrong metadata (found: PythonifyGuardError
+    'expected requires_grad=False, got True' under inference_mode)."""
+    x = torch.randn(3, requires_grad=True).clone()
+    for mode in (torch.no_grad, torch.inference_mode):
+        with mode():
+            (c,) = clone_preserving_aliasing((x,))
+        assert c.requires_grad and not c.is_leaf and not c.is_inference(), mode
+    with torch.inference_mode():
+        t = torch.randn(3)
+        (c,) = clone_preserving_aliasing((t,))
+        assert c.is_inference()  # an inference tensor's copy is one too
+
+
+def test_a_returned_dynamic_size_follows_the_call(tmp_path):
+    """dynamic=True: a returned size is a graph output, not the capture's number (found by the
+    self-test's campaign as guard-unsound: the file returned 4 where torch.compile returned
+    5); a returned constant stays one."""
+    from pyfy_fuzz.pythonify import load, pythonify
+
+    def f(a, b):
+        return a * 2, b.size(0), 3
+
+    result = pythonify(f, (torch.randn(3), torch.randn(4, 2)), tmp_path / "p.py", dynamic=True)
+    mod = load(result.path, bind=f)
+    args = (torch.randn(5), torch.randn(6, 2))
+    _, size, constant = mod.call(*args)
+    assert (size, constant) == (6, 3) == tuple(result.compiled(*args)[1:])

@@ -267,3 +267,34 @@ def test_saved_tensors_path_counts_open_ended_slices(tmp_path):
     torch._dynamo.reset()
     res = check_parity(tmp_path, saves_nothing, make, expect="AOTDispatchAutograd")
     assert "autograd/saved_tensors" not in wrapper_paths(res.ir)
+
+
+# ------------------------------------------------------- AOTDispatchAutograd: mutation in backward
+
+
+class _ScaleAndBumpInBackward(torch.autograd.Function):
+    """Its backward doubles the saved forward input in place: AOTAutograd keeps the copy_ in
+    the backward graph (indices_of_inputs_that_requires_grad_with_mutations_in_bw)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        x.mul_(2)
+        return g * 3
+
+
+def test_forward_input_mutated_in_backward(tmp_path):
+    def f(x, y):
+        return _ScaleAndBumpInBackward.apply(x) * y
+
+    def args():
+        return (r(4, rg=True).clone(), r(3, 4, rg=True))
+
+    result = check_parity(tmp_path, f, args, expect="AOTDispatchAutograd")
+    paths = wrapper_paths(result.ir)
+    assert "autograd/mutation_in_backward" in paths, paths

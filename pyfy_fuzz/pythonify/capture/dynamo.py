@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 import torch.fx
+import torch.utils._pytree as pytree
 
 from ..errors import PythonifyUnsupported
 from .exprs import structure
@@ -149,9 +150,17 @@ def _bound_locals(fn: Any, args: tuple[Any, ...], is_module: bool) -> dict[str, 
 def _output_expr(
     ret: Any, graph_outputs: list[Any], inputs: list[GraphInputRecord], L: dict[str, Any]
 ) -> str:
-    """Express Dynamo's return value in terms of `outs[i]`, L and G, by object identity."""
+    """Express Dynamo's return value in terms of `outs[i]`, L and G, by object identity.
+
+    An int can be a constant (Dynamo returns it with LOAD_CONST) or a symbolic size, which
+    the graph returns as an output (dynamic shapes): ints are matched to the graph's int
+    outputs by value (`_int_outputs`), so the file returns the size the call computes, not
+    the capture's value."""
+    by_value = _int_outputs(ret, graph_outputs)
 
     def leaf(x: Any) -> str:
+        if type(x) is int and x in by_value:
+            return f"outs[{by_value[x]}]"
         if isinstance(x, torch.Tensor):
             for i, o in enumerate(graph_outputs):
                 if o is x:
@@ -175,3 +184,24 @@ def _output_expr(
         raise PythonifyUnsupported(f"an output of type {type(x).__name__}")
 
     return structure(ret, leaf)
+
+
+def _int_outputs(ret: Any, graph_outputs: list[Any]) -> dict[int, int]:
+    """value -> index of the graph output that returns it, for the ints of `ret` that equal a
+    graph int output. Refused where one value could be either (more such ints in `ret` than
+    graph outputs of that value, or two graph outputs of it): the capture cannot tell a
+    constant from a size there."""
+    ints = [o for o in graph_outputs if type(o) is int]
+    if not ints:
+        return {}
+    returned = [x for x in pytree.tree_leaves(ret) if type(x) is int]
+    out: dict[int, int] = {}
+    for i, o in enumerate(graph_outputs):
+        if type(o) is not int or o not in returned:
+            continue
+        if o in out or returned.count(o) > ints.count(o):
+            raise PythonifyUnsupported(
+                "an int output that is a constant or a symbolic size", f"value {o}"
+            )
+        out[o] = i
+    return out

@@ -1,0 +1,168 @@
+"""The configuration catalogue: the torch settings a case may be drawn under.
+
+Note [Drawn configurations]
+Users do not all run torch.compile with its defaults, and several wrapper paths exist only
+under a setting: DebugAssertWrapper only with `functorch.config.debug_assert`, the disabled
+autocast of RuntimeWrapper only for a call under autocast, effect tokens unlifted from the
+graph only with `unlift_effect_tokens`. A case's `CallPlan.config` names the knobs of this
+catalogue it runs under (each knob is one setting away from torch's default); the empty tuple
+is the stock configuration, which the shrinker tries first, so a finding keeps a knob only when
+the bug needs it.
+
+Two kinds of knob:
+- "compile": a torch config entry (`target` "torch._functorch.config.debug_assert"), patched
+  around every compile of the case -- the capture, the stock reference and the warm one -- so
+  the file models the compile it is compared with. A torch that lacks the entry skips the knob
+  and says so (never a crash).
+- "call": how the program is called (`target` "call.no_grad"), the same for every subject,
+  eager included: the generated program's drive applies it around each call.
+
+Everything here is data, readable without torch: generators draw from it, the runner applies
+it (subjects/stock.py), repro.py writes it into the script, `--config` is checked against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "CATALOGUE",
+    "ConfigKnob",
+    "KnobKind",
+    "call_context",
+    "check_config",
+]
+
+KnobKind = Literal["compile", "call"]
+
+
+@dataclass(frozen=True)
+class ConfigKnob:
+    """One setting, away from torch's default, that changes which wrapper path runs."""
+
+    name: str  # the catalogue's name, as CallPlan.config holds it ("debug_assert")
+    kind: KnobKind  # compile: a torch config entry; call: how the program is called
+    # compile: "module.entry" -> value; several for one knob that needs them together.
+    # call: the one call-site context ("call.no_grad", "call.inference_mode", "call.autocast").
+    settings: tuple[tuple[str, object], ...]
+    reaches: str  # the wrapper path or behaviour it changes (why it is in the catalogue)
+    backends: tuple[str, ...] = ("aot_eager", "inductor")  # where it means anything
+    frontends: tuple[str, ...] = ("dynamo", "aot")
+    devices: tuple[str, ...] = ("cpu", "cuda")  # cuda only: torch ignores it on CPU
+
+    def __post_init__(self) -> None:
+        if not self.settings:
+            raise ValueError(f"knob {self.name!r} sets nothing")
+        if self.kind == "call" and (len(self.settings) != 1 or not _is_call(self.settings)):
+            raise ValueError(f"call knob {self.name!r} names one call.<context>")
+        if self.kind == "compile" and _is_call(self.settings):
+            raise ValueError(f"compile knob {self.name!r} names a call context")
+
+
+def _is_call(settings: tuple[tuple[str, object], ...]) -> bool:
+    return any(target.startswith("call.") for target, _ in settings)
+
+
+_F = "torch._functorch.config."
+_KNOBS = (
+    ConfigKnob(
+        "debug_assert",
+        "compile",
+        ((_F + "debug_assert", True),),
+        "debug_assert/requires_grad: DebugAssertWrapper checks each input's requires_grad",
+    ),
+    ConfigKnob(
+        "no_donated_buffer",
+        "compile",
+        ((_F + "donated_buffer", False),),
+        "autograd: saved activations are not donated to the backward (bw_donated_idxs empty)",
+    ),
+    ConfigKnob(
+        "no_view_replay",
+        "compile",
+        ((_F + "view_replay_for_aliased_outputs", False),),
+        "runtime: outputs that alias are regenerated with as_strided, not by replaying views",
+    ),
+    ConfigKnob(
+        "unlift_effect_tokens",
+        "compile",
+        ((_F + "unlift_effect_tokens", True),),
+        "effect_tokens: the graph makes and sinks its tokens; the wrapper passes none",
+    ),
+    ConfigKnob(
+        "no_tangent_stride_guess",
+        "compile",
+        ((_F + "guess_tangent_strides_as_outputs", False),),
+        "autograd: tangents are traced contiguous, then coerced at backward time",
+    ),
+    ConfigKnob(
+        "functionalize_rng",
+        "compile",
+        ((_F + "functionalize_rng_ops", True),),
+        "rng/functionalized: FunctionalizedRngRuntimeWrapper threads seed and offset",
+        devices=("cuda",),
+    ),
+    ConfigKnob(
+        "fallback_random",
+        "compile",
+        (("torch._inductor.config.fallback_random", True),),
+        "inductor draws random numbers with eager's kernels (rng programs set it anyway)",
+        backends=("inductor",),
+    ),
+    ConfigKnob(
+        "bundled_cache",
+        "compile",
+        ((_F + "force_autograd_cache", True), (_F + "bundled_autograd_cache", True)),
+        "aot_eager served from AOTAutograd's cache (the warm subject), as precompile does",
+        backends=("aot_eager",),
+    ),
+    ConfigKnob(
+        "no_grad",
+        "call",
+        (("call.no_grad", True),),
+        "runtime: called under torch.no_grad(), an inference graph, no autograd wrapper",
+    ),
+    ConfigKnob(
+        "inference_mode",
+        "call",
+        (("call.inference_mode", True),),
+        "runtime: called under torch.inference_mode(), inference tensors in and out",
+    ),
+    ConfigKnob(
+        "autocast",
+        "call",
+        (("call.autocast", "bfloat16"),),
+        "runtime/disable_amp: compiled under autocast, the graph runs with autocast disabled",
+    ),
+)
+
+# The catalogue, by name (CallPlan.config holds names).
+CATALOGUE: dict[str, ConfigKnob] = {k.name: k for k in _KNOBS}
+
+# At most one call-site context: they nest, but one already reaches each path.
+_CALL_CONTEXTS = frozenset(k.name for k in _KNOBS if k.kind == "call")
+
+
+def check_config(names: tuple[str, ...]) -> None:
+    """Raise ValueError, in one line, for a name the catalogue lacks, a repeat, or two
+    call-site contexts."""
+    for name in names:
+        if name not in CATALOGUE:
+            raise ValueError(
+                f"unknown configuration knob {name!r}; the catalogue has {sorted(CATALOGUE)}"
+            )
+    if len(set(names)) != len(names):
+        raise ValueError(f"configuration knobs repeat: {list(names)}")
+    calls = [n for n in names if n in _CALL_CONTEXTS]
+    if len(calls) > 1:
+        raise ValueError(f"at most one call-site knob, got {calls}")
+
+
+def call_context(config: tuple[str, ...]) -> str | None:
+    """The call-site knob of a configuration, by context name ("no_grad", "autocast"), if any."""
+    for name in config:
+        knob = CATALOGUE[name]
+        if knob.kind == "call":
+            return knob.settings[0][0].removeprefix("call.")
+    return None

@@ -1,0 +1,156 @@
+"""Drawn configurations (Note [Drawn configurations] in pyfy_fuzz/schema/config.py): the
+catalogue names real torch settings, a case's compiles run under its knobs (and only there),
+the call-site knobs wrap every subject's calls, the shrinker tries torch's defaults first, and
+the repro sets what the case ran under."""
+
+from __future__ import annotations
+
+import importlib
+from collections import Counter
+from dataclasses import replace
+
+import pytest
+import torch
+import torch._functorch.config as fconfig
+
+from generators import ProgramSpec, programs, spec_from_dict
+from generators._spec import CallPlan, SpecError
+from pyfy_fuzz.bench import draw
+from pyfy_fuzz.repro import render_repro
+from pyfy_fuzz.runner import run_case
+from pyfy_fuzz.schema import config as schema_config
+from pyfy_fuzz.schema.config import CATALOGUE, ConfigKnob, call_context, check_config
+from pyfy_fuzz.shrink import candidates
+from pyfy_fuzz.subjects import drawn_config
+from pyfy_fuzz.subjects.stock import Knob
+
+from .oracles.helpers import spec
+
+TRAIN = spec(
+    [("sin", ("a0",), ("v0",)), ("mul", ("v0", "a0"), ("v1",))],
+    ["v1"],
+    plan=CallPlan(calls=2, backward=True),
+)
+
+
+def _under(s: ProgramSpec, *names: str) -> ProgramSpec:
+    return replace(s, plan=replace(s.plan, config=names))
+
+
+def test_every_compile_knob_is_a_torch_setting_away_from_its_default() -> None:
+    for knob in CATALOGUE.values():
+        assert knob.reaches
+        if knob.kind == "call":
+            continue
+        for target, value in knob.settings:
+            module, entry = target.rsplit(".", 1)
+            assert Knob(module, entry).default() != value, target
+
+
+def test_knobs_and_configurations_are_checked() -> None:
+    with pytest.raises(ValueError, match="sets nothing"):
+        ConfigKnob("x", "compile", (), "why")
+    with pytest.raises(ValueError, match="call"):
+        ConfigKnob("x", "call", (("torch._functorch.config.debug_assert", True),), "why")
+    with pytest.raises(ValueError, match="unknown configuration knob 'nope'"):
+        check_config(("nope",))
+    with pytest.raises(ValueError, match="repeat"):
+        check_config(("debug_assert", "debug_assert"))
+    with pytest.raises(ValueError, match="one call-site"):
+        check_config(("no_grad", "autocast"))
+    data = _under(TRAIN, "debug_assert").to_json().replace("debug_assert", "nope")
+    with pytest.raises(SpecError, match="plan.config"):
+        ProgramSpec.from_json(data)
+    assert call_context(("debug_assert", "autocast")) == "autocast"
+    assert call_context(("debug_assert",)) is None
+
+
+def test_compile_knobs_hold_only_inside_the_case_and_missing_ones_are_skipped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = ConfigKnob(
+        "from_the_future", "compile", (("torch._functorch.config.not_yet_there", True),), "x"
+    )
+    monkeypatch.setitem(schema_config.CATALOGUE, fake.name, fake)
+    plan = CallPlan(config=("debug_assert", "from_the_future", "functionalize_rng"))
+    with drawn_config(plan, "cpu") as skipped:
+        assert fconfig.debug_assert is True
+        assert fconfig.functionalize_rng_ops is False  # CUDA only: left out on CPU
+        assert skipped == ("from_the_future",)
+    assert fconfig.debug_assert is False
+
+
+def test_the_configuration_reaches_its_wrapper_paths_without_findings() -> None:
+    """debug_assert reaches DebugAssertWrapper; a call under autocast reaches the runtime
+    wrapper's disabled autocast (the capture compiles under the call site too); grad modes
+    give inference graphs. No finding under any: the file models each."""
+    reached = {
+        "debug_assert": "debug_assert/requires_grad",
+        "autocast": "runtime/disable_amp",
+    }
+    for name in ("debug_assert", "autocast", "no_grad", "inference_mode", "no_view_replay"):
+        r = run_case(_under(TRAIN, name), backend="aot_eager")
+        assert r.status == "ok" and r.pythonified_path is not None, (name, r.unsupported)
+        assert not r.findings, (name, [f.explanation for f in r.findings])
+        if name in reached:
+            assert reached[name] in r.wrapper_paths, (name, r.wrapper_paths)
+        if name in ("no_grad", "inference_mode"):
+            assert "autograd/training" not in r.wrapper_paths, (name, r.wrapper_paths)
+
+
+def test_the_call_site_is_every_subjects_eager_included() -> None:
+    program = importlib.import_module("generators").materialize(_under(TRAIN, "no_grad"))
+    out = program.module.drive(program.make_fn(), program.make_inputs(0), 0)
+    assert not out["out"].requires_grad and out["grads"] is None
+    plain = importlib.import_module("generators").materialize(TRAIN)
+    assert plain.module.drive(plain.make_fn(), plain.make_inputs(0), 0)["out"].requires_grad
+
+
+def test_the_shrinker_tries_torchs_defaults_first() -> None:
+    s = _under(TRAIN, "debug_assert", "no_view_replay")
+    first = next(candidates(s))
+    assert first.plan.config == ()
+    assert {c.plan.config for c in candidates(s)} >= {("debug_assert",), ("no_view_replay",)}
+
+
+def test_the_repro_sets_the_configuration() -> None:
+    finding = {
+        "kind": "compile-divergence",
+        "oracle": "outputs",
+        "subject": "torch.compile",
+        "explanation": "call 0: output 0: values differ (max abs diff 1)",
+    }
+    source = render_repro(_under(TRAIN, "autocast", "debug_assert"), finding, backend="aot_eager")
+    assert "torch._functorch.config.debug_assert = True" in source
+    assert 'with torch.autocast("cpu", dtype=torch.bfloat16):' in source
+    source = render_repro(_under(TRAIN, "functionalize_rng"), finding, backend="aot_eager")
+    assert "functionalize_rng_ops" not in source  # CUDA only
+    on_gpu = render_repro(
+        _under(TRAIN, "functionalize_rng"), finding, backend="aot_eager", device="cuda"
+    )
+    assert "torch._functorch.config.functionalize_rng_ops = True" in on_gpu
+
+
+def test_generators_draw_every_knob_and_mostly_the_defaults() -> None:
+    specs = draw(programs(), 600, seed=0)
+    seen = Counter(n for s in specs for n in s.plan.config)
+    assert set(seen) == set(CATALOGUE), set(CATALOGUE) - set(seen)
+    defaults = sum(1 for s in specs if not s.plan.config)
+    assert 0.5 < defaults / len(specs) < 0.95, defaults
+    for s in specs:  # every drawn configuration is a valid one, and survives JSON
+        assert spec_from_dict(__import__("json").loads(s.to_json())) == s
+    assert torch.is_grad_enabled()
+
+
+def test_a_mixed_campaign_draws_inductor_for_one_case_in_n() -> None:
+    """The worker's mix: the spec names Inductor (CallPlan.backend), so shrinking, saving and
+    replay keep it; run_case compiles a spec that names a backend with that one."""
+    from pyfy_fuzz.worker import _with_inductor_share
+
+    specs = draw(_with_inductor_share(programs(), 10), 400, seed=0)
+    share = sum(s.plan.backend == "inductor" for s in specs) / len(specs)
+    assert 0.04 < share < 0.25, share
+    assert {s.plan.backend for s in specs} == {None, "inductor"}
+    inductor = next(s for s in specs if s.plan.backend == "inductor")
+    assert next(c for c in candidates(inductor) if c.plan.backend is None)  # the shrinker tries
+    assert ProgramSpec.from_json(inductor.to_json()) == inductor
