@@ -411,7 +411,7 @@ def build(draw: Callable[..., object], family: str, max_ops: int, max_inputs: in
     # The variant call is drawn first: drawn last, after a program's worth of choices,
     # Hypothesis's generation left it at its simplest (None) for all but ~1 in 10 programs,
     # and aliasing variants came in ~1 in 60 (measured); the guard oracles starved.
-    variant = None if not b.chance(3) else b.pick(("aliasing", "shape", "dtype"))
+    variant = None if not b.chance(3) else b.pick(("aliasing", "shape", "dtype", "relation"))
     twin = variant == "aliasing" and b.chance(2)  # drawn here too: shrinking keeps it simple
     config = _config(b)  # early, for the same reason
     b.backward = not b.chance(5)

@@ -30,7 +30,7 @@ from ._spec import (
 _PRELUDE = '''
 def _root(g, shape, dtype, layout, grad, subclass=None, variant=None):
     """A root tensor: its own storage, the layout asked for, and its grad kind."""
-    if variant == "shape":
+    if variant in ("shape", "relation"):  # relation: only the first root is passed so
         shape = tuple(n + 1 for n in shape)
     if variant == "dtype" and dtype.is_floating_point:  # float32 <-> float64, halves -> float32
         dtype = torch.float64 if dtype == torch.float32 else torch.float32
@@ -110,6 +110,18 @@ def drive(call, args, seed=0, module=None):
         with torch.autograd.graph.saved_tensors_hooks(_pack, _unpack):
             return _drive(call, args, seed, leaves)
     return _drive(call, args, seed, leaves)
+
+
+def compile_site():
+    """What is active around a call when torch.compile compiles at it: the plan's saved-tensor
+    hooks (drive wraps the call and its backward in them) and the call site. A compile made
+    apart from the drive (pythonify's capture) is made inside this, so it sees what the stock
+    compile sees at its first call."""
+    stack = contextlib.ExitStack()
+    if PLAN["saved_tensor_hooks"]:
+        stack.enter_context(torch.autograd.graph.saved_tensors_hooks(_pack, _unpack))
+    stack.enter_context(call_site())
+    return stack
 
 
 def call_site():
@@ -463,9 +475,12 @@ def function_source(k: int, fn: FunctionSpec) -> str:
 
 def _root_expr(k: int, r: RootSpec) -> str:
     sub = repr(r.subclass)
+    # The "relation" variant grows the first root only: sizes it shared with other roots
+    # (one symbol under dynamic shapes) now differ.
+    variant = "variant" if k == 0 else '(None if variant == "relation" else variant)'
     return (
         f"r{k} = _root(g, {tuple(r.shape)!r}, {DTYPE_BY_NAME[r.dtype]}, {r.layout!r}, {r.grad!r}, "
-        f"{sub}, variant)"
+        f"{sub}, {variant})"
     )
 
 
@@ -504,13 +519,18 @@ def variant_changes(spec: ProgramSpec) -> bool:
         return len(tensors) >= 2 or any(i.kind in ("view", "set_shared") for i in tensors)
     if variant == "shape":
         return any(spec.roots[i.root].shape for i in tensors if i.kind != "dup")
+    if variant == "relation":  # the first root grows; another shares one of its sizes
+        used = {i.root for i in tensors if i.kind != "dup"}
+        first = set(spec.roots[0].shape) if 0 in used else set()
+        return any(first & set(spec.roots[k].shape) for k in used if k != 0)
     return False
 
 
 def _make_inputs_source(spec: ProgramSpec) -> str:
     lines = [
         "def make_inputs(seed=0, variant=None):",
-        '    """The arguments for one call; `variant` ("shape", "dtype", "aliasing") changes them."""',
+        '    """The arguments for one call; `variant` ("shape", "relation", "dtype", "aliasing")'
+        ' changes them."""',
         "    g = torch.Generator().manual_seed(seed)",
     ]
     lines += [f"    {_root_expr(k, r)}" for k, r in enumerate(spec.roots)]

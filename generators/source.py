@@ -19,6 +19,7 @@ from ._render import (
     out_expr,
     render,
     stmt_lines,
+    variant_changes,
     view_expr,
 )
 
@@ -32,5 +33,6 @@ __all__ = [
     "out_expr",
     "render",
     "stmt_lines",
+    "variant_changes",
     "view_expr",
 ]

@@ -142,7 +142,7 @@ def _compiled_variant(ev: Evidence, e: CallObs, c: CallObs) -> list[Finding]:
 def _agrees_with_compile(ev: Evidence, c: CallObs | None, p: CallObs) -> bool:
     """Whether the file's variant call did exactly what torch.compile's did (then any
     difference from eager is torch.compile's, already a compile-divergence)."""
-    if c is None or c.raised is not None or ev.compiled.setup_error is not None:
+    if c is None or c.raised is not None or ev.file_reference.setup_error is not None:
         return False
     return not _diffs(c, p, PairContext(ev, "pythonify", True))
 
@@ -158,6 +158,8 @@ def check(ev: Evidence) -> list[Finding]:
     p = ev.pythonified.variant if ev.pythonified is not None else None
     if p is None or ev.pythonified is None or ev.pythonified.setup_error is not None:
         return out
+    ref = ev.file_reference
+    c = ref.variant  # from here on, the file against the compile it models
     if p.raised is not None and p.raised.short_type == GUARD_ERROR:
         return out
     if p.raised is not None:
@@ -183,7 +185,7 @@ def check(ev: Evidence) -> list[Finding]:
         return out  # the file does what torch.compile does; its divergence is reported above
     if diffs:
         out.append(finding(ev, NAME, "pythonify", diffs, kind="guard-unsound"))
-    elif c is not None and c.recompiled and ev.compiled.setup_error is None:
+    elif c is not None and c.recompiled and ref.setup_error is None:
         # Right values, but a guard torch has is missing from the file (guard parity) -- on
         # an input the file's graph reads: Dynamo also guards inputs it only passes through.
         guarded = _names(ev.pythonified.extra.get("guarded_inputs", ()))

@@ -31,9 +31,10 @@ def inputs_source(spec: ProgramSpec, device: str, name: str, variant: str | None
     for k, r in enumerate(spec.roots):
         if k in used:
             names.setdefault(k, f"r{k}")
-            lines += _root_lines(r, names[k], device, variant)
+            lines += _root_lines(r, names[k], device, _root_variant(k, variant))
         elif any(j > k for j in used):  # not an argument, but later roots draw after it
-            lines.append(f"{_draw(r, variant)}  # not an argument: keeps the later values")
+            draw = _draw(r, _root_variant(k, variant))
+            lines.append(f"{draw}  # not an argument: keeps the later values")
     for i, inp in enumerate(spec.inputs):
         if inp.kind == "root" and names[inp.root] != f"a{i}":
             lines.append(f"a{i} = {names[inp.root]}  # the same tensor")
@@ -66,10 +67,16 @@ def _set_shared(root: str, args: tuple[object, ...], device: str) -> str:
     )
 
 
+def _root_variant(k: int, variant: str | None) -> str | None:
+    """The variant root k is drawn with (generators' `_root_expr`): "relation" grows the first
+    root only."""
+    return None if variant == "relation" and k != 0 else variant
+
+
 def _variant_of(r: RootSpec, variant: str | None) -> tuple[tuple[int, ...], str]:
     """A root's shape and dtype, in the variant call (generators' `_root`)."""
     shape, dtype = tuple(r.shape), r.dtype
-    if variant == "shape":
+    if variant in ("shape", "relation"):
         shape = tuple(n + 1 for n in shape)
     if variant == "dtype" and dtype in ("float32", "float64", "float16", "bfloat16"):
         dtype = "float64" if dtype == "float32" else "float32"

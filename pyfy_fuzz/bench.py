@@ -223,8 +223,11 @@ def bare(spec: ProgramSpec, backend: str, d: Path) -> float | None:
     """Seconds of the least torch work `run_case`'s comparison needs: eager through the plan
     twice; the two compiles (pythonify's capture + codegen, under its own settings, and the
     stock torch.compile of a fresh copy, in a fresh cache directory: Note [The stock
-    reference]); the stock compile and the file through the plan; and the plan's variant call
-    in all three (where torch.compile recompiles). Nothing recorded, probed or compared.
+    reference]); the stock compile, the file and the capture's own callable (the file's
+    reference, Note [Two references]) through the plan; and the plan's variant call in all
+    four (where torch.compile recompiles). Nothing recorded, probed or compared.
+    Long: one straight sequence of torch work, in run_case's order, so the two can be read
+    side by side.
     None when the program cannot be pythonified (no file to run)."""
     import torch
     import torch._dynamo
@@ -255,7 +258,7 @@ def bare(spec: ProgramSpec, backend: str, d: Path) -> float | None:
     with case_caches():
         fn, args = program.make_fn(), program.make_inputs(0)
         try:
-            with program.module.call_site():  # as compile_once
+            with program.module.compile_site():  # as compile_once
                 r = pythonify(
                     fn,
                     args,
@@ -267,16 +270,17 @@ def bare(spec: ProgramSpec, backend: str, d: Path) -> float | None:
                 )
         except Exception:
             return None
-        torch._dynamo.reset()
+        capture, capture_module = r.compiled, fn
         fn = program.make_fn()
         compiled = plain_compile(fn, backend, plan)  # compiled at its first call
         fn2 = program.make_fn()
         mod = load(r.path, bind=fn2)
-        for target, module in ((compiled, fn), (mod.call, fn2)):
+        runs = ((compiled, fn), (mod.call, fn2), (capture, capture_module))
+        for target, module in runs:
             for seed in range(plan.calls):
                 call(target, module, seed)
         if plan.variant is not None:  # the plan's guard-breaking call (torch.compile recompiles)
-            for target, module in ((program.make_fn(), None), (compiled, fn), (mod.call, fn2)):
+            for target, module in ((program.make_fn(), None), *runs):
                 call(target, module, 0, plan.variant)
     return time.perf_counter() - t0
 

@@ -81,6 +81,7 @@ PHASE_SUBJECT = {
     "torch.compile": "torch.compile",
     "torch.compile-warm": "torch.compile-warm",
     "pythonify": "pythonify",
+    "capture": "torch.compile",  # the capture's own callable, run as the file's reference
     "oracles": "pyfy-fuzz",
 }
 

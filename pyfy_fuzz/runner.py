@@ -43,6 +43,7 @@ from .subjects import (
     CompileOnce,
     PythonifyImpl,
     Served,
+    capture_target,
     case_caches,
     compile_once,
     drawn_config,
@@ -136,6 +137,7 @@ class _Subjects:
     dead_code: bool  # eager's errors were dead code (by_design: dead-code-error)
     ref64: SubjectObs | None  # eager in float64 (tolerances for inductor)
     warm: SubjectObs | None = None  # the warm subject, where it was served from the cache
+    capture: SubjectObs | None = None  # the compile the file models (Note [Two references])
     served: Served | None = None  # what the cache did for it (None: not consulted)
 
 
@@ -150,8 +152,9 @@ def run_case(
     on_phase: Callable[[str], None] | None = None,
 ) -> CaseResult:
     """`on_phase(name)` is told before each stage (materialize, eager, compile,
-    torch.compile, pythonify, eager-fp64, oracles): a campaign worker reports it so a case that
-    kills the interpreter is attributed to the subject that was running. A spec that names
+    torch.compile, torch.compile-warm, pythonify, capture, eager-fp64, oracles): a campaign
+    worker reports it so a case that kills the interpreter is attributed to the subject that
+    was running. A spec that names
     its own backend (`CallPlan.backend`: a campaign's mix drew it) compiles with that one."""
     backend = spec.plan.backend or backend
     if backend not in BACKENDS:
@@ -252,6 +255,27 @@ def _compiled_subjects(
         clock.phase("eager")
         reference, eager = live
         clock.lap("eager_s")
+    pythonified, file_mod, capture = _file_subjects(program, once, compiled, clock)
+    ref64 = None
+    if backend != "aot_eager":
+        clock.phase("eager-fp64")
+        ref64 = observe_subject(reference, _fp64_target(reference), probes=False)
+    clock.lap("eager_s")
+    if program.plan.frontend == "aot":  # aot_function has no guards to recompile
+        compiled = replace(compiled, variant=None)
+        warm = replace(warm, variant=None) if warm is not None else None
+        capture = replace(capture, variant=None) if capture is not None else None
+    return _Subjects(
+        once, compiled, pythonified, file_mod, reference, eager, live is not None, ref64,
+        warm=warm, served=how, capture=capture,
+    )  # fmt: skip
+
+
+def _file_subjects(
+    program: Program, once: CompileOnce, compiled: SubjectObs, clock: _Clock
+) -> tuple[SubjectObs | None, ModuleType | None, SubjectObs | None]:
+    """The pythonified file through the plan (or its crash), its loaded module, and the
+    compile it models through the plan too (Note [Two references] in oracles/evidence.py)."""
     clock.phase("pythonify")
     pythonified: SubjectObs | None = None
     file_mod = None
@@ -265,18 +289,13 @@ def _compiled_subjects(
     elif once.produce_error is not None and not _same_crash(once, compiled):
         pythonified = SubjectObs("pythonify", setup_error=once.produce_error)
     clock.lap("pythonified_run_s")
-    ref64 = None
-    if backend != "aot_eager":
-        clock.phase("eager-fp64")
-        ref64 = observe_subject(reference, _fp64_target(reference), probes=False)
-    clock.lap("eager_s")
-    if program.plan.frontend == "aot":
-        compiled = replace(compiled, variant=None)  # aot_function has no guards to recompile
-    if warm is not None and program.plan.frontend == "aot":
-        warm = replace(warm, variant=None)
-    return _Subjects(
-        once, compiled, pythonified, file_mod, reference, eager, live is not None, ref64, warm, how
-    )
+    capture = None
+    modelled = capture_target(once)
+    if pythonified is not None and pythonified.setup_error is None and modelled is not None:
+        clock.phase("capture")  # torch's own compiled callable, the file's reference
+        capture = observe_subject(program, modelled)
+        clock.lap("capture_run_s")
+    return pythonified, file_mod, capture
 
 
 def _warm(
@@ -337,6 +356,7 @@ def _evidence(got: _Subjects, program: Program, backend: str, device: str) -> Ev
         ),
         file_seq_nr=getattr(got.file_mod, "SEQ_NR", None),
         file_grad_acc=getattr(got.file_mod, "GRADIENT_ACC_NODES", None),
+        capture=got.capture,
     )
 
 

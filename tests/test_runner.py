@@ -453,3 +453,29 @@ def test_dropout_of_a_nonempty_tensor_is_still_compared():
         r = run_case(s)
     assert r.status == "ok"
     assert ("compile-divergence", "outputs") in [(f.kind, f.oracle) for f in _compile_findings(r)]
+
+
+def test_the_file_is_judged_on_the_compile_it_models() -> None:
+    """Note [Two references] (oracles/evidence.py): torch.compile's compiling call gives
+    eager's leaf for a view returned after grad mode is turned off, every later call a view
+    with a grad_fn. The file, like any later call, gives the view: against the stock compile's
+    call 0 that read as a pythonify divergence (found by a campaign); against the capture's
+    compile, which had already run, it is none. With a second call torch's own divergence from
+    eager shows, as torch's."""
+    s = ProgramSpec(
+        family="output_aliasing",
+        roots=(RootSpec((1,), grad="leaf"),),
+        inputs=(InputSpec("root"),),
+        body=(
+            Stmt("set_grad_enabled", (False,)),
+            Stmt("view", ("a0", "slice", 0, 1, 3, 1), ("v0",)),
+        ),
+        outputs=(OutSpec("ref", "v0"),),
+        plan=CallPlan(calls=1, backward=False, frontend="aot", tangents="ones"),
+    )
+    r = run_case(s)
+    assert r.status == "ok" and r.pythonified_path is not None, r.unsupported
+    assert not r.findings, [(f.subject, f.explanation) for f in r.findings]
+    assert "capture_run_s" in r.timings
+    r = run_case(replace(s, plan=replace(s.plan, calls=2)))
+    assert {f.subject for f in r.findings} == {"torch.compile"}, [f.explanation for f in r.findings]

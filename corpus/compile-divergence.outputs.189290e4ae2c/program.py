@@ -8,7 +8,7 @@ DEVICE = 'cpu'
 
 def _root(g, shape, dtype, layout, grad, subclass=None, variant=None):
     """A root tensor: its own storage, the layout asked for, and its grad kind."""
-    if variant == "shape":
+    if variant in ("shape", "relation"):  # relation: only the first root is passed so
         shape = tuple(n + 1 for n in shape)
     if variant == "dtype" and dtype.is_floating_point:  # float32 <-> float64, halves -> float32
         dtype = torch.float64 if dtype == torch.float32 else torch.float32
@@ -90,6 +90,18 @@ def drive(call, args, seed=0, module=None):
     return _drive(call, args, seed, leaves)
 
 
+def compile_site():
+    """What is active around a call when torch.compile compiles at it: the plan's saved-tensor
+    hooks (drive wraps the call and its backward in them) and the call site. A compile made
+    apart from the drive (pythonify's capture) is made inside this, so it sees what the stock
+    compile sees at its first call."""
+    stack = contextlib.ExitStack()
+    if PLAN["saved_tensor_hooks"]:
+        stack.enter_context(torch.autograd.graph.saved_tensors_hooks(_pack, _unpack))
+    stack.enter_context(call_site())
+    return stack
+
+
 def call_site():
     """The call-site context the plan's configuration names (CALL_CONTEXT: no_grad,
     inference_mode or autocast), around the call only: backward runs outside it, as a
@@ -169,7 +181,7 @@ def make_fn():
 
 
 def make_inputs(seed=0, variant=None):
-    """The arguments for one call; `variant` ("shape", "dtype", "aliasing") changes them."""
+    """The arguments for one call; `variant` ("shape", "relation", "dtype", "aliasing") changes them."""
     g = torch.Generator().manual_seed(seed)
     r0 = _root(g, (2, 4, 1), torch.float32, 'contiguous', 'leaf', None, variant)
     a0 = r0

@@ -34,6 +34,8 @@ _GRAD_ENABLED = True
 _TENSOR_GUARDS: list[Any] = []
 _SAME_OBJECT: list[list[int]] = []
 _SHARED_STORAGE: list[list[int]] = []
+_SIZE_SYMBOLS: dict[str, list[tuple[int, int | None]]] = {}
+_SYMBOL_RANGES: dict[str, tuple[int, int | None]] = {}
 
 
 # --------------------------------------------------------------------------- runtime (emitted)
@@ -186,6 +188,7 @@ def _check_guards(flat):
             raise PythonifyGuardError(
                 f"{src}: expected requires_grad={requires_grad}, got {x.requires_grad}"
             )
+    _check_size_symbols(flat)
     tensor_idx = [g[0] for g in _TENSOR_GUARDS]
     _check_aliasing(
         [flat[i] for i in tensor_idx],
@@ -193,6 +196,23 @@ def _check_guards(flat):
         _remap(_SAME_OBJECT, tensor_idx),
         _remap(_SHARED_STORAGE, tensor_idx),
     )
+
+
+def _check_size_symbols(flat):
+    """Sizes that were one symbol at compile time are still equal, and in its range."""
+    for sym, where in _SIZE_SYMBOLS.items():
+        sizes = [int(flat[i]) if d is None else flat[i].shape[d] for i, d in where]
+        if len(set(sizes)) > 1:
+            named = ", ".join(
+                INPUT_SOURCES[i] + ("" if d is None else f".size({d})") for i, d in where
+            )
+            raise PythonifyGuardError(f"{named} were one size ({sym}) at compile time, got {sizes}")
+        lower, upper = _SYMBOL_RANGES.get(sym, (0, None))
+        if sizes[0] < lower or (upper is not None and sizes[0] > upper):
+            raise PythonifyGuardError(
+                f"size {sym} = {sizes[0]} is outside the range it was compiled for "
+                f"[{lower}, {upper if upper is not None else 'inf'}]"
+            )
 
 
 def _remap(groups, idx):
@@ -235,6 +255,7 @@ RUNTIME = (
     "_bind_locals",
     "_storage_keys",
     "_check_guards",
+    "_check_size_symbols",
     "_remap",
     "_check_aliasing",
 )

@@ -123,6 +123,10 @@ _TENSOR_GUARDS = [
 {tens_lines}
 ]
 _SYMINT_GUARDS = {values!r}
+# Sizes that shared one symbol at compile time (input index, dim; None: a SymInt input): they
+# must be equal, and within the symbol's range (lower, upper; None: unbounded).
+_SIZE_SYMBOLS = {g.size_symbols!r}
+_SYMBOL_RANGES = {g.symbol_ranges!r}
 _SAME_OBJECT = {g.same_object!r}
 _SHARED_STORAGE = {g.shared_storage!r}
 _GRAD_ENABLED = {g.grad_enabled!r}

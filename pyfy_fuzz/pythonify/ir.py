@@ -130,6 +130,15 @@ class GuardNode:
     arg_sources: list[str] = field(default_factory=list)
     arg_same_object: list[list[int]] = field(default_factory=list)
     arg_shared_storage: list[list[int]] = field(default_factory=list)
+    # Size symbols (Note [Size symbols] in capture/dynamo.py): symbol -> the (input index, dim)
+    # pairs that carry it (dim None: a SymInt input); every size of a symbol must be equal.
+    size_symbols: dict[str, list[tuple[int, int | None]]] = field(default_factory=dict)
+    symbol_ranges: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unranged = set(self.symbol_ranges) - set(self.size_symbols)
+        if unranged:
+            raise ValueError(f"ranges for symbols no input carries: {sorted(unranged)}")
 
 
 @dataclass

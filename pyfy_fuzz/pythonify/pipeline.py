@@ -132,6 +132,11 @@ def _guards(cap: Capture) -> GuardNode:
                 f"a graph input of type {type(r.example).__name__}", r.source
             )
     node.same_object, node.shared_storage = _alias_groups(by_obj, by_storage)
+    for i, r in enumerate(cap.inputs):
+        dims: list[int | None] = list(r.dynamic_dims) if r.snapshot is not None else [None]
+        for d, sym in zip(dims, r.symbols, strict=False):
+            node.size_symbols.setdefault(sym, []).append((i, d))
+    node.symbol_ranges = {s: rng for s, rng in cap.symbol_ranges.items() if s in node.size_symbols}
     node.arg_sources = [src for src, _ in cap.arg_leaves]
     a_obj: dict[int, list[int]] = {}
     a_st: dict[tuple[int, str], list[int]] = {}

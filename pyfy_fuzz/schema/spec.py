@@ -177,7 +177,7 @@ class CallPlan:
     dynamic, through Dynamo or the AOT front-end, with or without CUDA graphs."""
 
     calls: int = 2
-    variant: str | None = None  # "shape" | "dtype" | "aliasing"
+    variant: str | None = None  # "shape" | "relation" | "dtype" | "aliasing"
     backward: bool = True
     tangents: str = "randn"  # "randn" | "ones"
     second_backward: str | None = None  # None | "retain" | "no_retain"

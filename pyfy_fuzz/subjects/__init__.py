@@ -5,7 +5,7 @@ torch.compile the case is judged on (`stock`: Note [The stock reference]); `warm
 again, served from AOTAutograd's cache (Note [The warm subject]).
 """
 
-from .compile_once import CompileOnce, compile_once, plain_compile
+from .compile_once import CompileOnce, capture_target, compile_once, plain_compile
 from .eager import eager_target
 from .impl import BundledPythonify, Produced, PythonifyImpl
 from .pythonified import pythonified_target
@@ -24,6 +24,7 @@ __all__ = [
     "Produced",
     "PythonifyImpl",
     "Served",
+    "capture_target",
     "case_caches",
     "compile_once",
     "drawn_config",

@@ -17,13 +17,14 @@ from typing import Any
 import torch
 
 from generators import Program
-from pyfy_fuzz.observe import ExcObs, exception_tail
+from pyfy_fuzz.observe import ExcObs, Target, exception_tail
 from pyfy_fuzz.schema.spec import CallPlan
 
 from .impl import Produced, PythonifyImpl
 
 __all__ = [
     "CompileOnce",
+    "capture_target",
     "compile_once",
     "plain_compile",
 ]
@@ -36,6 +37,7 @@ class CompileOnce:
     produced: Produced | None
     unsupported: str | None = None  # why the implementation declined
     produce_error: ExcObs | None = None  # it crashed (maybe because torch.compile did)
+    capture_module: Any = None  # the module the capture's callable is bound to (None: a function)
 
 
 def plain_compile(fn: Any, backend: str, plan: CallPlan) -> Any:
@@ -85,9 +87,10 @@ def compile_once(program: Program, impl: PythonifyImpl, backend: str, path: Path
     plan = program.plan
     fn, args = program.make_fn(), program.make_inputs(0)
     try:
-        # compiled as it will be called: under the plan's call-site knob, if any (Note [Drawn
-        # configurations] in schema/config.py); the inputs are made outside it, as drive's are
-        with program.module.call_site():
+        # compiled as the stock compile will be, at its first call inside drive: under the
+        # plan's saved-tensor hooks and call-site knob (Note [Drawn configurations] in
+        # schema/config.py); the inputs are made outside, as drive's are
+        with program.module.compile_site():
             produced = impl.produce(
                 fn,
                 args,
@@ -98,14 +101,25 @@ def compile_once(program: Program, impl: PythonifyImpl, backend: str, path: Path
                 mode=plan.mode,
             )
         result = CompileOnce(None, None, produced)
+        result.capture_module = fn if isinstance(fn, torch.nn.Module) else None
     except impl.unsupported as exc:
         reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         result = CompileOnce(None, None, None, unsupported=reason)
     except Exception as exc:
         err = replace(ExcObs.of(exc, "compile"), traceback_tail=exception_tail(exc, 8, 3000))
         result = CompileOnce(None, None, None, produce_error=err)
-    torch._dynamo.reset()
+    # No Dynamo reset here: the capture's cache entry stays, so the capture's callable (the
+    # file's reference, Note [Two references]) runs what it compiled. The stock compile cannot
+    # use that entry (Dynamo guards on the backend) and compiles afresh at its first call.
     fn = program.make_fn()
     result.compiled_module = fn if isinstance(fn, torch.nn.Module) else None
     result.compiled = plain_compile(fn, backend, plan)  # compiled at its first call
     return result
+
+
+def capture_target(once: CompileOnce) -> Target | None:
+    """The implementation's own compile, which the file models: pythonify's reference (Note
+    [Two references] in oracles/evidence.py). None where it produced nothing."""
+    if once.produced is None:
+        return None
+    return Target("capture", once.produced.compiled, once.capture_module)

@@ -114,3 +114,30 @@ def test_a_returned_dynamic_size_follows_the_call(tmp_path):
     args = (torch.randn(5), torch.randn(6, 2))
     _, size, constant = mod.call(*args)
     assert (size, constant) == (6, 3) == tuple(result.compiled(*args)[1:])
+
+
+def test_sizes_that_shared_a_symbol_must_stay_equal(tmp_path):
+    """dynamic=True: equal sizes share one symbol (duck sizing), and torch.compile's guards
+    hold the relation: a call where they differ recompiles. The file refuses it, naming the
+    symbol, rather than running a graph traced for equal sizes (Note [Size symbols]; found by a
+    campaign as guard-unsound). Sizes of their own symbols stay independent."""
+    import pytest
+
+    from pyfy_fuzz.pythonify import PythonifyGuardError, load, pythonify
+
+    def f(a, b):
+        return a.sum() * b.sum(), a.size(0)
+
+    result = pythonify(f, (torch.randn(4), torch.randn(4)), tmp_path / "p.py", dynamic=True)
+    mod = load(result.path, bind=f)
+    assert mod.call(torch.randn(6), torch.randn(6))[1] == 6
+    with pytest.raises(PythonifyGuardError, match="were one size"):
+        mod.call(torch.randn(6), torch.randn(7))
+    with pytest.raises(PythonifyGuardError, match=">= 2"):
+        mod.call(torch.randn(1), torch.randn(1))
+    compiled = torch.compile(f, backend="aot_eager", dynamic=True)
+    compiled(torch.randn(4), torch.randn(4))
+    assert compiled(torch.randn(6), torch.randn(7))[1] == 6  # torch.compile recompiles
+
+    apart = pythonify(f, (torch.randn(4), torch.randn(5)), tmp_path / "q.py", dynamic=True)
+    assert load(apart.path, bind=f).call(torch.randn(6), torch.randn(7))[1] == 6

@@ -106,6 +106,7 @@ def capture(
         grad_enabled=grad_enabled,
         arg_leaves=arg_leaves,
         static_input_indices=rec.static_input_indices,
+        symbol_ranges=rec.symbol_ranges,
         fx_meta={(role if training else "inference"): m for role, m in rec.fx_meta.items()},
     )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -46,31 +47,72 @@ def _self_name(fn: Any) -> str:
     return params[0] if params else "self"
 
 
-def _graph_inputs(gm: torch.fx.GraphModule) -> list[GraphInputRecord]:
-    """Each placeholder's source (what Dynamo guards it as), dynamic dims and snapshot."""
-    out = []
+def _graph_inputs(gm: torch.fx.GraphModule) -> tuple[list[GraphInputRecord], list[Any]]:
+    """Each placeholder's source (what Dynamo guards it as) and snapshot; and its fake value,
+    whose sizes `_resolve_sizes` reads once the compile is done."""
+    out, fakes = [], []
     for node in gm.graph.find_nodes(op="placeholder"):
         ga = node.meta.get("grapharg")
         if ga is None or ga.source is None:
             raise PythonifyUnsupported("a graph input without a source", node.name)
         name = ga.source.name
-        fake = node.meta.get("example_value")
-        dyn: tuple[int, ...] = ()
-        if isinstance(fake, torch.Tensor):
-            dyn = tuple(
-                d
-                for d, s in enumerate(fake.shape)
-                if isinstance(s, torch.SymInt) and not s.node.is_constant()
-            )
         out.append(
             GraphInputRecord(
                 source=name() if callable(name) else name,
                 example=ga.example,
-                dynamic_dims=dyn,
                 snapshot=snapshot(ga.example),
             )
         )
-    return out
+        fakes.append(node.meta.get("example_value"))
+    return out, fakes
+
+
+# Note [Size symbols]
+# With dynamic shapes, Dynamo gives each dynamic size a symbol, and its guards (built from the
+# ShapeEnv once the compile is done, AOTAutograd's tracing included) hold the relations the
+# compile relied on: two sizes with one symbol must be equal, a symbol that tracing
+# specialised (replaced by a number) is static, and each symbol stays in its value range
+# (sizes 0 and 1 are specialised, so a dynamic size is >= 2). Checking each dynamic dim on its
+# own lets a call whose inputs no longer share a size through the file's guards where
+# torch.compile recompiles (found by a campaign: guard-unsound). So the sizes are read off the
+# fake inputs after the compile, through the ShapeEnv's replacements.
+
+
+def _resolve_sizes(
+    records: list[GraphInputRecord], fakes: list[Any]
+) -> tuple[list[GraphInputRecord], dict[str, tuple[int, int | None]]]:
+    """The records with their dynamic dims and size symbols (Note [Size symbols]), and each
+    symbol's value range (lower, upper or None: unbounded)."""
+    ranges: dict[str, tuple[int, int | None]] = {}
+
+    def symbol(s: Any) -> str | None:
+        if not isinstance(s, torch.SymInt) or s.node.is_constant():
+            return None
+        env = s.node.shape_env
+        expr = env.replace(s.node.expr)
+        if expr.is_number:
+            return None  # specialised by tracing: a static size
+        if not expr.is_Symbol:
+            raise PythonifyUnsupported("a size that is an expression of other sizes", str(expr))
+        name = str(expr)
+        vr = env.var_to_range.get(expr)
+        if vr is not None:
+            ranges[name] = (_bound(vr.lower) or 0, _bound(vr.upper))
+        return name
+
+    out = []
+    for r, fake in zip(records, fakes, strict=True):
+        if isinstance(fake, torch.Tensor):
+            named = [(d, symbol(s)) for d, s in enumerate(fake.shape)]
+            dyn = tuple(d for d, n in named if n is not None)
+            syms = tuple(n for _, n in named if n is not None)
+            out.append(replace(r, dynamic_dims=dyn, symbols=syms))
+        elif isinstance(fake, torch.SymInt):
+            name = symbol(fake)
+            out.append(replace(r, symbols=(name,) if name else ()))
+        else:
+            out.append(r)
+    return out, ranges
 
 
 def capture_dynamo(
@@ -79,6 +121,7 @@ def capture_dynamo(
     from torch._dynamo.backends.debugging import aot_eager
 
     graph_inputs: list[GraphInputRecord] = []
+    fakes: list[Any] = []
     graph_outputs: list[Any] = []
 
     def record_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
@@ -89,7 +132,9 @@ def capture_dynamo(
         rec.calls += 1
         if rec.calls > 1:
             raise PythonifyUnsupported("more than one compiled graph (recompile or graph break)")
-        graph_inputs.extend(_graph_inputs(gm))
+        records, placeholder_fakes = _graph_inputs(gm)
+        graph_inputs.extend(records)
+        fakes.extend(placeholder_fakes)
         if backend == "aot_eager":
             inner = aot_eager(
                 gm,
@@ -123,6 +168,7 @@ def capture_dynamo(
     rec.done = True
     if rec.calls == 0:
         raise PythonifyUnsupported("a program without a compiled graph", "Dynamo traced no ops")
+    graph_inputs[:], rec.symbol_ranges = _resolve_sizes(graph_inputs, fakes)
     bound = _bound_locals(fn, copies, is_module)
     out_expr = _output_expr(ret, graph_outputs, graph_inputs, bound)
     # The reference callable must not close over our recording state.
@@ -205,3 +251,11 @@ def _int_outputs(ret: Any, graph_outputs: list[Any]) -> dict[int, int]:
             )
         out[o] = i
     return out
+
+
+def _bound(b: Any) -> int | None:
+    """A range bound as an int; None for an infinite one (torch's int_oo)."""
+    try:
+        return int(b) if b.is_finite else None
+    except (TypeError, ValueError, AttributeError, OverflowError):
+        return None

@@ -40,6 +40,8 @@ class Recorder:
         self.render = RenderContext()
         self.calls = 0
         self.done = False
+        # size symbol -> (lower, upper or None), read after the compile (Note [Size symbols])
+        self.symbol_ranges: dict[str, tuple[int, int | None]] = {}
         # torch's own view of each graph's nodes (seq_nr etc.), kept apart from what we render.
         self.fx_meta: dict[str, tuple[FxNodeMeta, ...]] = {}
         # id(AOTSyntheticBaseWrapper) -> how each synthetic base was made, read in pre_compile.

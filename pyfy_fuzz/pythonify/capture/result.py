@@ -36,6 +36,10 @@ class GraphInputRecord:
     example: Any  # the (copied) example value; identity is used to map outputs back
     dynamic_dims: tuple[int, ...] = ()
     snapshot: InputSnapshot | None = None  # taken before the capture call mutates anything
+    # The size symbol of each dynamic dim (aligned with dynamic_dims), or of a SymInt input
+    # (one entry), as the ShapeEnv left it after the compile: inputs that share a symbol must
+    # share the size (Note [Size symbols] in capture/dynamo.py).
+    symbols: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,3 +111,5 @@ class Capture:
     static_input_indices: list[int] = field(default_factory=list)
     # Graph name (inference / forward / backward) -> torch's node metadata for that graph.
     fx_meta: dict[str, tuple[FxNodeMeta, ...]] = field(default_factory=dict)
+    # Each size symbol's value range (lower, upper or None), Note [Size symbols].
+    symbol_ranges: dict[str, tuple[int, int | None]] = field(default_factory=dict)

@@ -137,6 +137,8 @@ _FILE_NAMES = {
     "_TENSOR_GUARDS",
     "_SAME_OBJECT",
     "_SHARED_STORAGE",
+    "_SIZE_SYMBOLS",
+    "_SYMBOL_RANGES",
 }
 
 
