@@ -36,7 +36,7 @@ from generators.source import (
     render,
     stmt_lines,
 )
-from pyfy_fuzz.schema.config import CATALOGUE, call_context
+from pyfy_fuzz.schema.config import call_context, compile_knobs
 from pyfy_fuzz.schema.spec import ProgramSpec, draws_random
 
 from . import _repro_helpers as H
@@ -56,8 +56,6 @@ __all__ = [
 BACKENDS = ("aot_eager", "inductor")
 MAX_LINES = 80  # a repro longer than this is no longer something one pastes into an issue
 FINDING_KEYS = ("kind", "oracle", "subject")
-# Statements that draw random numbers: the campaign seeds torch before each call and sets
-# fallback_random so that torch.compile draws eager's numbers (runner._rng_config).
 _DEVICE_RE = re.compile(r"[a-z][a-z0-9_]*(:[0-9]+)?")
 # The helpers whose name in a fact means the script defines them (seen_by_write needs write_into).
 _FACT_HELPERS = (H.write_into, H.seen_by_write, H.base_of, H.sharing, H.bumped_backward)
@@ -229,14 +227,11 @@ class _Repro:
     def _drawn_config(self) -> list[str]:
         """The compile knobs of the case's configuration (Note [Drawn configurations] in
         schema/config.py) as assignments; call knobs wrap the calls instead (`_calls`)."""
-        lines = []
-        for name in self.spec.plan.config:
-            knob = CATALOGUE[name]
-            if knob.kind != "compile" or self.device.split(":")[0] not in knob.devices:
-                continue
-            for target, value in knob.settings:
-                lines.append(f"{target} = {value!r}  # the case's configuration: {name}")
-        return lines
+        return [
+            f"{target} = {value!r}  # the case's configuration: {knob.name}"
+            for knob in compile_knobs(self.spec.plan.config, self.device)
+            for target, value in knob.settings
+        ]
 
     def _caches(self) -> bool:
         """Does torch consult AOTAutograd's and the FX graph caches for this compile?"""

@@ -60,6 +60,7 @@ __all__ = [
     "CaseResult",
     "DEVICES",
     "PURE_OPS",
+    "case_backend",
     "dead_statements",
     "run_case",
 ]
@@ -85,6 +86,11 @@ class CaseResult:
     warm: Served | None = None
     # Knobs of the plan's configuration this torch lacks: the case ran without them.
     config_skipped: tuple[str, ...] = ()
+
+
+def case_backend(spec: ProgramSpec, backend: str) -> str:
+    """The backend a case compiles with: the spec's own, else the one it is run with."""
+    return spec.plan.backend or backend
 
 
 def _nondeterminism(a: SubjectObs, b: SubjectObs) -> str | None:
@@ -154,9 +160,9 @@ def run_case(
     """`on_phase(name)` is told before each stage (materialize, eager, compile,
     torch.compile, torch.compile-warm, pythonify, capture, eager-fp64, oracles): a campaign
     worker reports it so a case that kills the interpreter is attributed to the subject that
-    was running. A spec that names
-    its own backend (`CallPlan.backend`: a campaign's mix drew it) compiles with that one."""
-    backend = spec.plan.backend or backend
+    was running. A spec that names its own backend (`CallPlan.backend`: a campaign's mix drew
+    it) compiles with that one (`case_backend`)."""
+    backend = case_backend(spec, backend)
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     _check_device(device)

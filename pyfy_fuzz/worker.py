@@ -42,7 +42,7 @@ from generators import ProgramSpec, programs
 from oracles import Finding
 from oracles.identity import PENDING, KnownBug, KnownBugs
 
-from .runner import run_case
+from .runner import case_backend, run_case
 from .schema.messages import (
     Avoid,
     Bye,
@@ -284,7 +284,7 @@ def _run(
 ) -> CaseOutcome:
     """One case; the result as plain data. A pyfy-fuzz exception becomes a harness-error
     finding (the case's spec is what a developer needs to fix it)."""
-    backend = spec.plan.backend or backend or config.backend
+    backend = case_backend(spec, backend or config.backend)
     try:
         r = run_case(
             spec,

@@ -8,7 +8,7 @@ DEVICE = 'cpu'
 
 def _root(g, shape, dtype, layout, grad, subclass=None, variant=None):
     """A root tensor: its own storage, the layout asked for, and its grad kind."""
-    if variant in ("shape", "relation"):  # relation: only the first root is passed so
+    if variant in ("shape", "relation"):  # "relation" reaches the first root only (_root_expr)
         shape = tuple(n + 1 for n in shape)
     if variant == "dtype" and dtype.is_floating_point:  # float32 <-> float64, halves -> float32
         dtype = torch.float64 if dtype == torch.float32 else torch.float32

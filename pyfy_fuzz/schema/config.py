@@ -32,6 +32,7 @@ __all__ = [
     "KnobKind",
     "call_context",
     "check_config",
+    "compile_knobs",
 ]
 
 KnobKind = Literal["compile", "call"]
@@ -166,3 +167,11 @@ def call_context(config: tuple[str, ...]) -> str | None:
         if knob.kind == "call":
             return knob.settings[0][0].removeprefix("call.")
     return None
+
+
+def compile_knobs(config: tuple[str, ...], device: str) -> list[ConfigKnob]:
+    """The compile knobs of a configuration that mean anything on `device` ("cuda:1" counts as
+    "cuda"): the ones every compile of the case runs under, and repro.py sets."""
+    kind = device.split(":", 1)[0]
+    knobs = [CATALOGUE[name] for name in config]
+    return [k for k in knobs if k.kind == "compile" and kind in k.devices]

@@ -3,7 +3,8 @@
 The implementation compiles the program's function on its seed-0 inputs and writes the file.
 torch.compile is tested on a plain compile of a fresh copy of the program under torch's
 defaults (Note [The stock reference] in stock.py), whatever the implementation did: the
-capture's compile runs under settings of its own and is never the reference. When the
+capture's compile runs under settings of its own and is never torch.compile's reference; it
+is only the file's (`capture_target`, Note [Two references] in oracles/evidence.py). When the
 implementation crashes, whether the stock compile fails the same way tells a torch crash (both
 fail) from a crash of the pythonify implementation (only it fails).
 """
@@ -100,8 +101,8 @@ def compile_once(program: Program, impl: PythonifyImpl, backend: str, path: Path
                 dynamic=plan.dynamic,
                 mode=plan.mode,
             )
-        result = CompileOnce(None, None, produced)
-        result.capture_module = fn if isinstance(fn, torch.nn.Module) else None
+        module = fn if isinstance(fn, torch.nn.Module) else None
+        result = CompileOnce(None, None, produced, capture_module=module)
     except impl.unsupported as exc:
         reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         result = CompileOnce(None, None, None, unsupported=reason)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyfy_fuzz.schema.config import CATALOGUE
+from pyfy_fuzz.schema.config import compile_knobs
 from pyfy_fuzz.schema.spec import CallPlan
 
 __all__ = [
@@ -157,10 +157,7 @@ def drawn_config(plan: CallPlan, device: str = "cpu") -> Iterator[tuple[str, ...
     program's drive's."""
     skipped: list[str] = []
     with contextlib.ExitStack() as stack:
-        for name in plan.config:
-            knob = CATALOGUE[name]
-            if knob.kind != "compile" or _device_type(device) not in knob.devices:
-                continue
+        for knob in compile_knobs(plan.config, device):
             patches: list[tuple[Any, str, object]] = []
             for target, value in knob.settings:
                 module, entry = target.rsplit(".", 1)
@@ -173,10 +170,5 @@ def drawn_config(plan: CallPlan, device: str = "cpu") -> Iterator[tuple[str, ...
                 for config, entry, value in patches:
                     stack.enter_context(config.patch(**{entry: value}))
                 continue
-            skipped.append(name)
+            skipped.append(knob.name)
         yield tuple(skipped)
-
-
-def _device_type(device: str) -> str:
-    """ "cuda:1" -> "cuda"."""
-    return device.split(":", 1)[0]

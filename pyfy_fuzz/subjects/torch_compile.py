@@ -1,4 +1,4 @@
-"""torch.compile: the callable from the one compile (or the plain fallback compile)."""
+"""torch.compile: the stock compile of a fresh copy (compile_once.plain_compile)."""
 
 from __future__ import annotations
 
