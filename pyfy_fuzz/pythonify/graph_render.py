@@ -107,16 +107,21 @@ def arg_expr(a: Any) -> str:
 
 
 def render_fx(
-    gm: torch.fx.GraphModule, name: str, fn_name: str, ctx: RenderContext
+    gm: torch.fx.GraphModule,
+    name: str,
+    fn_name: str,
+    ctx: RenderContext,
+    origin: str = "aot_eager",
 ) -> CompiledGraph:
-    """One boxed function `fn_name(args) -> list` equivalent to `gm`."""
+    """One boxed function `fn_name(args) -> list` equivalent to `gm`; `origin` says which
+    compiler handed torch this graph to run as it is."""
     lines: list[str] = []
     seq: list[tuple[str, int]] = []
     grad_acc: list[str] = []
     placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     lines.append(f"def {fn_name}(args):")
     lines.append(
-        f'    """{name} graph: {len(placeholders)} inputs (aot_eager, rendered from FX)."""'
+        f'    """{name} graph: {len(placeholders)} inputs ({origin}, rendered from FX)."""'
     )
     if placeholders:
         unpack = ", ".join(placeholders)

@@ -78,3 +78,19 @@ def test_inductor_effects_still_happen(tmp_path, capfd):
     # Inductor unlifts effect tokens: no EffectTokensWrapper, but the print must still run.
     assert "EffectTokensWrapper" not in res.active_wrappers
     assert capfd.readouterr().out.count("inductor effect") == 4
+
+
+def test_inductor_graph_without_ops_is_rendered_from_fx(tmp_path):
+    """Note [Inductor graphs without ops]: a training program that mutates a non-leaf input
+    and returns a view of it has a backward with no ops; torch runs that FX graph as it is, and
+    the file renders it (it was refused for having no output code)."""
+
+    def f(x):
+        x.add_(1)
+        return x.view(-1)
+
+    res = check_parity(tmp_path, f, lambda: (r(2, 3, rg=True) * 1,), backend="inductor")
+    graphs = res.ir.graphs
+    assert graphs["forward"].kind == "inductor"
+    assert graphs["backward"].kind == "fx"
+    assert "Inductor: no ops, so no kernel, rendered from FX" in res.path.read_text()

@@ -6,9 +6,10 @@ import pytest
 import torch
 from torch.testing._internal.two_tensor import TwoTensor
 
+from pyfy_fuzz.pythonify import load, pythonify
 from pyfy_fuzz.pythonify.paths import wrapper_paths
 
-from .parity import check_parity, r
+from .parity import check_parity, compare, r, run_subject
 
 # ----------------------------------------------------------------------------- AOTDedupeWrapper
 
@@ -298,3 +299,30 @@ def test_forward_input_mutated_in_backward(tmp_path):
     result = check_parity(tmp_path, f, args, expect="AOTDispatchAutograd")
     paths = wrapper_paths(result.ir)
     assert "autograd/mutation_in_backward" in paths, paths
+
+
+# ------------------------------------------------------- AOTDispatchAutograd: saved symints
+
+
+def test_saved_symints_follow_the_call(tmp_path):
+    """Note [Saved symints]: with dynamic shapes the backward's sizes come from this call's
+    forward; calls of three sizes must give torch.compile's gradients, and a number-typed
+    check guards what is saved."""
+
+    def f(x, y):
+        return (x.mean(0) * y.sum()).sin()
+
+    def args(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return (r(n, 3, rg=True, seed=n), r(n, rg=True, seed=n + 1))
+
+    res = pythonify(f, args(4), tmp_path / "p.py", dynamic=True)
+    assert "autograd/saved_symints" in wrapper_paths(res.ir)
+    mod = load(res.path, bind=f)
+    for k, n in enumerate((4, 6, 3)):
+        e = run_subject(f, f, args(n), k)
+        c = run_subject(res.compiled, f, args(n), k)
+        p = run_subject(mod.call, f, args(n), k)
+        compare(c, p, f"size {n}: pythonify vs torch.compile", exact=True)
+        compare(e, p, f"size {n}: pythonify vs eager", exact=False)
+    with pytest.raises(AssertionError, match="expected all symint_outs"):
+        mod._checked_symints([torch.ones(1)])

@@ -46,6 +46,8 @@ class Recorder:
         self.fx_meta: dict[str, tuple[FxNodeMeta, ...]] = {}
         # id(AOTSyntheticBaseWrapper) -> how each synthetic base was made, read in pre_compile.
         self.base_kinds: dict[int, list[str]] = {}
+        # roles Inductor compiled to no code (Note [Inductor graphs without ops]).
+        self.fx_from_inductor: set[str] = set()
 
     # -- graphs --------------------------------------------------------------------------
     def fx_compiler(self, role: str) -> Callable[..., Any]:
@@ -64,10 +66,18 @@ class Recorder:
         role = "backward" if kwargs.get("is_backward") else "forward"
         seq_gm = _copy_seq_meta(gm)
         self.fx_meta[role] = fx_node_meta(gm)
+        calls = sum(1 for n in gm.graph.nodes if n.op.startswith("call"))
         out = compile_fx_inner(gm, example_inputs, **kwargs)
         src = getattr(out, "source_code", None)
         if not isinstance(src, str):
-            raise PythonifyUnsupported("inductor output without source_code", type(out).__name__)
+            if calls:
+                raise PythonifyUnsupported(
+                    "inductor output without source_code", type(out).__name__
+                )
+            # Note [Inductor graphs without ops]: torch runs the FX graph itself.
+            self.gms.append((role, gm, None))
+            self.fx_from_inductor.add(role)
+            return out
         check = tuple(int(i) for i in getattr(out, "inputs_to_check", ()) or ())
         mutated = {int(i) for i in getattr(out, "mutated_input_idxs", ()) or ()}
         if getattr(out, "_defers_input_alignment", False):
@@ -150,6 +160,14 @@ class Recorder:
         self.wrappers[autograd.AOTAutogradWrapperNode.wrapper] = autograd.record(spec)
 
 
+# Note [Inductor graphs without ops]
+# A graph with no call nodes (a training program that returns its input: the forward returns
+# the primal, the backward the tangent) is not lowered: compile_fx_inner returns the graph
+# module's own `forward`, boxed, and so has no output code. The file renders that graph from
+# FX, as for aot_eager, and its docstring says so; it runs exactly what torch runs. A graph
+# with ops and no source is something else and stays refused.
+
+
 def plain_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], backend: str) -> Any:
     if backend == "aot_eager":
         from torch._dynamo.backends.debugging import aot_eager
@@ -177,7 +195,8 @@ def render_graphs(rec: Recorder) -> dict[str, CompiledGraph]:
             raise PythonifyUnsupported("more than one compiled graph per role", name)
         fn_name = f"compiled_{name}"
         if src is None:
-            out[name] = render_fx(gm, name, fn_name, rec.render)
+            origin = "Inductor: no ops, so no kernel" if role in rec.fx_from_inductor else ""
+            out[name] = render_fx(gm, name, fn_name, rec.render, origin or "aot_eager")
         else:
             seq, acc = gm._seq  # type: ignore[misc]
             realign, writeback = gm._realign  # type: ignore[misc]

@@ -20,6 +20,14 @@ Note [Saved views are detached]
 A saved activation that is a view is saved detached, so autograd stores the view itself rather
 than keeping its base alive and replaying the view at unpack time (torch does the same before
 `ctx.save_for_backward`).
+
+Note [Saved symints]
+--------------------
+With dynamic shapes the forward graph returns, after the saved tensors, the sizes the backward
+needs (`symints_saved_for_backwards_slice`). They are this call's sizes, computed by the graph,
+never the capture's: a file that froze them would give a later call of another size the
+gradients of the first (checked: `test_saved_symints_follow_the_call`). torch asserts they are
+numbers before saving them; so does the file, with torch's message.
 """
 
 from __future__ import annotations
@@ -228,6 +236,16 @@ def _flatten_tangent(x, meta):
     return out
 
 
+def _checked_symints(symints):
+    """ctx.symints as torch saves them: numbers only (Note [Saved symints])."""
+    if not all(isinstance(x, (int, float, torch.SymInt, torch.SymFloat)) for x in symints):
+        raise AssertionError(
+            "expected all symint_outs to be int/float/SymInt/SymFloat, "
+            f"got types: {[type(x) for x in symints]}"
+        )
+    return symints
+
+
 def _double_backward(impl, all_args):
     """create_graph=True through a compiled backward: run it inside a node whose own backward
     raises, as torch.compile does."""
@@ -248,7 +266,13 @@ def _double_backward(impl, all_args):
     return CompiledFunctionBackward.apply(*all_args)
 
 
-RUNTIME = ("_coerce_tangent", "_flatten_tangents", "_flatten_tangent", "_double_backward")
+RUNTIME = (
+    "_coerce_tangent",
+    "_flatten_tangents",
+    "_flatten_tangent",
+    "_checked_symints",
+    "_double_backward",
+)
 
 
 # --------------------------------------------------------------------------- emit
@@ -273,7 +297,7 @@ def _forward_body(node: AOTAutogradWrapperNode, fw: str) -> list[str]:
         "# Saved for backward; views are detached so autograd saves the view itself, not its base.",
         f"ctx.save_for_backward(*[x.detach() if x._is_view() else x for x in fw_outs[{a}:{b}]])",
         f"ctx._tensors_no_vc_check = [x.detach() if x._is_view() else x for x in fw_outs[{c}:{d}]]",
-        f"ctx.symints = fw_outs[{e_}:{f_}]",
+        f"ctx.symints = _checked_symints(fw_outs[{e_}:{f_}])",
         f"raw_returns = fw_outs[:{node.num_forward_returns}]",
     ]
     for i, idx in enumerate(node.mutated_inp_runtime_indices):
