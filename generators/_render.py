@@ -244,8 +244,23 @@ _register_effect_op()
 
 HOOKS = """
 
+HOOK_LOG = []  # the hooks that ran, in order: pyfy-fuzz compares it between subjects
+
+
 def _double_grad(grad):
     return grad * 2
+
+
+def _log_grad_a(grad):
+    HOOK_LOG.append(("a", tuple(grad.shape)))
+
+
+def _log_grad_b(grad):
+    HOOK_LOG.append(("b", tuple(grad.shape)))
+
+
+def _log_accumulated(param):
+    HOOK_LOG.append(("accumulated", tuple(param.grad.shape)))
 
 
 def _pack(t):
@@ -257,8 +272,18 @@ def _unpack(t):
 
 
 def _module_hook(module, grad_input, grad_output):
+    HOOK_LOG.append(("module", len(grad_input), len(grad_output)))
+    return tuple(None if g is None else g * 3 for g in grad_input)
+
+
+def _module_pre_hook(module, grad_output):
+    HOOK_LOG.append(("module pre", len(grad_output)))
     return None
 """
+
+# register_hook's second argument (an index; none: 0) -> the hook (HOOKS): one that changes
+# the gradient, two that only log (their order is observed).
+HOOK_FUNCTIONS = ("_double_grad", "_log_grad_a", "_log_grad_b")
 
 _UNARY = {
     "sin": "{0}.sin()",
@@ -377,7 +402,9 @@ def stmt_lines(stmt: Stmt) -> list[str]:
     elif op == "apply_fn":
         line = f"{lhs} = Fn{stmt.args[0]}.apply({a[1]})"
     elif op == "register_hook":
-        line = f"{a[0]}.register_hook(_double_grad)"
+        line = f"{a[0]}.register_hook({HOOK_FUNCTIONS[stmt.args[1] if len(stmt.args) > 1 else 0]})"
+    elif op == "post_accumulate_hook":
+        line = f"{a[0]}.register_post_accumulate_grad_hook(_log_accumulated)"
     else:
         raise ValueError(f"unknown statement op {op!r}")
     if stmt.ctx is None:
@@ -621,6 +648,7 @@ def _fn_source(spec: ProgramSpec) -> str:
         "    m = Program()",
     ]
     if spec.module.full_backward_hook:
+        lines.append("    m.register_full_backward_pre_hook(_module_pre_hook)")
         lines.append("    m.register_full_backward_hook(_module_hook)")
     lines.append("    return m")
     return "\n".join(lines)

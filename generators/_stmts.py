@@ -486,12 +486,24 @@ def stmt_function(b: Builder, target: Val | None = None) -> bool:
 
 
 def stmt_hook(b: Builder) -> bool:
+    """A tensor hook: one that doubles the gradient, on an input or an intermediate; one that
+    logs (the order hooks run in is observed), on an input only (Dynamo refuses a side effect
+    in a hook it traces into the graph); or a post-accumulate-grad hook on a leaf input."""
     cands = tensors(b, lambda v: v.requires_grad and not v.subclass)
     if not cands or not b.grad_on:
         return False
     v = b.pick(cands)
-    b.body.append(Stmt("register_hook", (v.name,)))
-    event("hook: on an input" if v.input_index is not None else "hook: on an intermediate")
+    on_input = v.input_index is not None and not v.param
+    kind = b.integer(0, 3) if on_input else 0  # HOOK_FUNCTIONS' index; 3: post-accumulate
+    if kind == 3 and not v.is_leaf:
+        kind = 1
+    if kind == 3:
+        b.body.append(Stmt("post_accumulate_hook", (v.name,)))
+        event("hook: post-accumulate-grad on a leaf input")
+        return True
+    b.body.append(Stmt("register_hook", (v.name, kind)))
+    where = "an input" if v.input_index is not None else "an intermediate"
+    event(f"hook: {'modifies the grad' if kind == 0 else 'logs'}, on {where}")
     return True
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ._render import (
     DTYPE_BY_NAME,
+    HOOK_FUNCTIONS,
     HOOKS,
     MIRROR,
     function_source,
@@ -25,6 +26,7 @@ from ._render import (
 
 __all__ = [
     "DTYPE_BY_NAME",
+    "HOOK_FUNCTIONS",
     "HOOKS",
     "MIRROR",
     "function_source",

@@ -1,5 +1,6 @@
 """Gradients: of every leaf (arguments requiring grad, parameters) for the plan's tangents; the
-second backward (retain_graph on the first) or the error it must raise without it."""
+second backward (retain_graph on the first) or the error it must raise without it; and the
+hooks that ran during the call and its backward, in order (the program's HOOK_LOG)."""
 
 from __future__ import annotations
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # what the generated script imports or defines itself
 
     graphs: dict[str, list[Any]] = {}
     EFFECTS: list[float] = []
+    HOOK_LOG: list[Any] = []
 
 
 # -- the in-place probe and aliasing facts ----------------------------------------------------
@@ -183,6 +184,13 @@ def ranked(tables):  # type: ignore[no-untyped-def]
 
 
 # -- definitions the program needs --------------------------------------------------------------
+
+
+def take_hook_log():  # type: ignore[no-untyped-def]
+    """The hooks that ran since the last call, in order (the program's HOOK_LOG)."""
+    out = list(HOOK_LOG)
+    HOOK_LOG.clear()
+    return out
 
 
 def register_effect_op() -> None:

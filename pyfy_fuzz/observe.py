@@ -216,6 +216,8 @@ class CallObs:
     # guard failures it gave; only torch.compile compiles, so empty for the other subjects.
     recompiled: bool = False
     recompile_reasons: tuple[str, ...] = ()
+    # The program's HOOK_LOG after the call and its backward: which hooks ran, in order.
+    hooks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -430,6 +432,9 @@ def observe_call(
         return out
 
     raised = None
+    log = getattr(program.module, "HOOK_LOG", None)
+    if isinstance(log, list):
+        log.clear()
     try:
         result = program.module.drive(call, args, seed, module=owner)
     except Exception as exc:
@@ -448,6 +453,7 @@ def observe_call(
         inputs_after=[(n, tensor_obs(x)) for n, x in named],
         aliasing=_aliasing(tensors, named),
         leaves=tuple(leaf_names),
+        hooks=tuple(str(x) for x in log) if isinstance(log, list) else (),
     )
     if result is not None:
         second = result["second"]

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from generators.source import (
+    HOOK_FUNCTIONS,
     HOOKS,
     MIRROR,
     function_source,
@@ -264,9 +265,30 @@ class _Repro:
         for k in self._functions():
             fn = function_source(k, spec.functions[k]).splitlines()
             lines += [x for x in fn if x.strip() or not self.compact] + [""]
-        if self._uses("register_hook"):
-            lines += [*H.function_from(HOOKS, "_double_grad"), ""]
+        lines += self._hooks()
         return lines[:-1]
+
+    def _hooks(self) -> list[str]:
+        """HOOK_LOG and the hook functions the program registers, as generators._render
+        defines them; take_hook_log() where the log is the fact."""
+        spec = self.spec
+        names = [
+            HOOK_FUNCTIONS[s.args[1] if len(s.args) > 1 else 0]
+            for s in spec.body
+            if s.op == "register_hook"
+        ]
+        names += ["_log_accumulated"] * self._uses("post_accumulate_hook")
+        if spec.module is not None and spec.module.full_backward_hook:
+            names += ["_module_pre_hook", "_module_hook"]
+        names = list(dict.fromkeys(names))
+        if not names:
+            return []
+        lines = ["HOOK_LOG = []", ""] if names != ["_double_grad"] else []
+        for n in names:
+            lines += [*H.function_from(HOOKS, n), ""]
+        if "take_hook_log()" in self.check.fact:
+            lines += [*H.source(H.take_hook_log, not self.compact), ""]
+        return lines
 
     def _program(self) -> list[str]:
         """`def f` or `class Program`: the body as generators._render renders statements."""
@@ -284,7 +306,8 @@ class _Repro:
             lines = lines[2:]
         lines += init
         if spec.module.full_backward_hook:
-            lines.append("        self.register_full_backward_hook(lambda m, gi, go: None)")
+            lines.append("        self.register_full_backward_pre_hook(_module_pre_hook)")
+            lines.append("        self.register_full_backward_hook(_module_hook)")
         sep = ", " if params else ""
         lines += ["", f"    def forward(self{sep}{params}):", *(f"        {b}" for b in body)]
         return [*lines, f"        {ret}"]

@@ -153,8 +153,23 @@ def _unalias(t):
 
 
 
+HOOK_LOG = []  # the hooks that ran, in order: pyfy-fuzz compares it between subjects
+
+
 def _double_grad(grad):
     return grad * 2
+
+
+def _log_grad_a(grad):
+    HOOK_LOG.append(("a", tuple(grad.shape)))
+
+
+def _log_grad_b(grad):
+    HOOK_LOG.append(("b", tuple(grad.shape)))
+
+
+def _log_accumulated(param):
+    HOOK_LOG.append(("accumulated", tuple(param.grad.shape)))
 
 
 def _pack(t):
@@ -166,6 +181,12 @@ def _unpack(t):
 
 
 def _module_hook(module, grad_input, grad_output):
+    HOOK_LOG.append(("module", len(grad_input), len(grad_output)))
+    return tuple(None if g is None else g * 3 for g in grad_input)
+
+
+def _module_pre_hook(module, grad_output):
+    HOOK_LOG.append(("module pre", len(grad_output)))
     return None
 
 

@@ -6,6 +6,16 @@ import os
 
 import torch
 
+HOOK_LOG = []
+
+def _module_pre_hook(module, grad_output):
+    HOOK_LOG.append(("module pre", len(grad_output)))
+    return None
+
+def _module_hook(module, grad_input, grad_output):
+    HOOK_LOG.append(("module", len(grad_input), len(grad_output)))
+    return tuple(None if g is None else g * 3 for g in grad_input)
+
 class Program(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -14,7 +24,8 @@ class Program(torch.nn.Module):
         self.p1 = self.p0  # tied
         self.register_buffer("b0", torch.randn((4, 1, 4), generator=g))
         self.bn = torch.nn.BatchNorm1d(1)
-        self.register_full_backward_hook(lambda m, gi, go: None)
+        self.register_full_backward_pre_hook(_module_pre_hook)
+        self.register_full_backward_hook(_module_hook)
 
     def forward(self, a0, a1):
         v0 = a0 + self.p0

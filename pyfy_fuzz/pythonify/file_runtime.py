@@ -112,6 +112,21 @@ def bind(fn):
     _BOUND["fn"] = fn
 
 
+def _call_module(forward, args):
+    """torch.compile(module) compiles `forward` only: the module's own `__call__` -- its hooks,
+    the BackwardHook wrapping of a full backward hook's inputs and outputs -- runs around the
+    graph in eager Python (OptimizedModule compiles `orig_mod.__call__`, whose nn.Module frames
+    Dynamo skips). So the file, once bound to the module, calls it with this forward."""
+    module = _BOUND["fn"]
+    if module is None:
+        return forward(*args)
+    module.forward = forward  # an instance attribute: this call's forward
+    try:
+        return module(*args)
+    finally:
+        del module.forward
+
+
 def _bind_locals(args):
     if len(args) != len(ARG_NAMES):
         raise TypeError(f"call() takes {len(ARG_NAMES)} arguments {ARG_NAMES}, got {len(args)}")
@@ -252,6 +267,7 @@ RUNTIME = (
     "_load_constants",
     "_BOUND",
     "bind",
+    "_call_module",
     "_bind_locals",
     "_storage_keys",
     "_check_guards",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from . import file_runtime, wrappers
 from .ir import CompiledGraph, GuardNode, PythonifyIR
-from .meta import EmitContext
+from .meta import EmitContext, HookReplay
 from .wrappers import cudagraph
 from .wrappers.source import runtime_source, type_var
 
@@ -141,6 +141,27 @@ def _gather_arg_leaves(L):
 {"".join(f"        {s},{chr(10)}" for s in g.arg_sources)}    ]"""
 
 
+def _hook_lines(hooks: list[HookReplay]) -> str:
+    """Dynamo's hook side effects, after the graph and before the return value."""
+    if not hooks:
+        return ""
+    lines = ["", "    # Hooks the function registered on its inputs, replayed as Dynamo does."]
+    lines += [f"    {h.tensor}.{h.method}({h.hook})" for h in hooks]
+    return "\n".join(lines)
+
+
+def _module_entry(module_call: bool) -> str:
+    if not module_call:
+        return ""
+    return """def call(*args):
+    \"\"\"The module's own __call__ (its hooks) around the compiled forward, as torch.compile
+    runs it.\"\"\"
+    return _call_module(_forward, args)
+
+
+"""
+
+
 def _entry_section(ir: PythonifyIR, outer: str) -> str:
     e = ir.entry
     srcs = "\n".join(f"            {s}," for s in e.input_sources)
@@ -161,14 +182,14 @@ def _gather_inputs(L, G):
         ) from exc
 
 
-def call(*args):
+{_module_entry(e.module_call)}def {"_forward" if e.module_call else "call"}(*args):
     """Run the compiled program: same outputs, input mutations, aliasing and autograd as
     torch.compile(fn)(*args) at capture time."""
     L, G = _bind_locals(args)
     flat = _gather_inputs(L, G)
     _check_guards(flat)
     _check_aliasing(_gather_arg_leaves(L), _ARG_SOURCES, _ARG_SAME_OBJECT, _ARG_SHARED_STORAGE)
-    outs = {outer}(flat)
+    outs = {outer}(flat){_hook_lines(e.hooks)}
     return {e.output_expr}'''
 
 

@@ -114,7 +114,9 @@ def render_fx(
     origin: str = "aot_eager",
 ) -> CompiledGraph:
     """One boxed function `fn_name(args) -> list` equivalent to `gm`; `origin` says which
-    compiler handed torch this graph to run as it is."""
+    compiler handed torch this graph to run as it is.
+
+    Long: one branch per FX node kind, in the order the rendered lines come out."""
     lines: list[str] = []
     seq: list[tuple[str, int]] = []
     grad_acc: list[str] = []

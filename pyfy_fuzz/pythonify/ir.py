@@ -30,6 +30,7 @@ from .meta import (
     CompiledGraph,
     CUDAGraphPhase,
     FakeOutMeta,
+    HookReplay,
     InputInfo,
     IRNode,
     MemoryFormat,
@@ -157,6 +158,16 @@ class EntryNode:
     frontend: str = "dynamo"
     input_sources: list[str] = field(default_factory=list)
     output_expr: str = "outs"
+    # Hook registrations replayed after the graph, before the return value is built (Note
+    # [Hooks on inputs] in capture/hooks.py).
+    hooks: list[HookReplay] = field(default_factory=list)
+    # The module's own __call__ runs around the compiled forward (torch.compile of a user's
+    # module): `call` goes through it, `_forward` is the compiled frame.
+    module_call: bool = False
+
+    def __post_init__(self) -> None:
+        if self.module_call and not self.is_module:
+            raise ValueError("module_call needs is_module")
 
 
 @dataclass

@@ -24,6 +24,8 @@ __all__ = [
     "CompiledGraph",
     "EmitContext",
     "FakeOutMeta",
+    "HOOK_METHODS",
+    "HookReplay",
     "IRNode",
     "InputInfo",
     "MemoryFormat",
@@ -36,6 +38,27 @@ __all__ = [
     "TensorMetaRecord",
     "ViewOp",
 ]
+
+
+# The tensor attribute holding each kind of hook -> the method that registers one.
+HOOK_METHODS = {
+    "_backward_hooks": "register_hook",
+    "_post_accumulate_grad_hooks": "register_post_accumulate_grad_hook",
+}
+
+
+@dataclass(frozen=True)
+class HookReplay:
+    """One hook registration Dynamo replays after the graph (Note [Hooks on inputs] in
+    capture/hooks.py)."""
+
+    tensor: str  # the input's source, e.g. "L['x']" or "L['self']._parameters['w']"
+    method: str  # a value of HOOK_METHODS
+    hook: str  # the hook function's source, e.g. "G['_double_grad']"
+
+    def __post_init__(self) -> None:
+        if self.method not in HOOK_METHODS.values():
+            raise ValueError(f"unknown hook method {self.method!r}")
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,8 @@ def build_ir(cap: Capture) -> PythonifyIR:
             frontend=cap.frontend,
             input_sources=[r.source for r in cap.inputs],
             output_expr=cap.output_expr,
+            hooks=list(cap.hooks),
+            module_call=cap.module_call,
         ),
         training=training,
         backend=cap.backend,

@@ -30,9 +30,8 @@ pytestmark = pytest.mark.slow
 # Refusals of constructs the bundled generator does not model yet, with the issue that adds
 # them: such programs still test torch.compile against eager in a campaign, so a family keeps
 # drawing them; they leave the denominator here, but may not crowd out the family's target.
-# (Tensor hooks on inputs: issue 16, item 6. Measured with seed-derandomized examples: 23 to
-# 35 of the autograd_function family's 60 draw one, as Hypothesis's draw order moves.)
-KNOWN_GAPS = ("a tensor hook registered on an input",)
+# (Tensor hooks on inputs were one, closed by issue 16 item 6: replayed as Dynamo does.)
+KNOWN_GAPS: tuple[str, ...] = ()
 
 
 def _same(a: object, b: object) -> bool:

@@ -11,7 +11,7 @@ pyfy_fuzz/subjects/stock.py), and a corpus entry records these settings.
     recorder.py   the post_compile patches (each wrapper's `record`, wrappers/) and graphs
     dynamo.py     the Dynamo front-end (torch.compile with a recording backend)
     aot.py        the AOT front-end (aot_function / compile_fx)
-    refusals.py   hooks outside the graph, refused
+    hooks.py      hooks outside the graph: replayed after it (Note [Hooks on inputs]) or refused
     exprs.py      source expressions for argument paths and return structures
 """
 
@@ -27,10 +27,10 @@ import torch.utils._pytree as pytree
 from ..errors import PythonifyUnsupported
 from ..inputs import clone_preserving_aliasing
 from .aot import capture_aot
-from .dynamo import bind_names, capture_dynamo
+from .dynamo import bind_names, bound_locals, capture_dynamo
 from .exprs import path_expr
+from .hooks import hook_snapshot, input_hook_replays
 from .recorder import Recorder, render_graphs
-from .refusals import hook_counts, refuse_backward_module_hooks, refuse_input_hooks
 from .result import BACKENDS, FRONTENDS, Capture, GraphInputRecord, InputSnapshot, snapshot
 
 __all__ = [
@@ -72,20 +72,27 @@ def capture(
     """Compile `fn` once on copies of `args` and record the wrapper stack."""
     _check_options(backend, frontend, mode)
     is_module = isinstance(fn, torch.nn.Module)
-    if isinstance(fn, torch.nn.Module):
-        refuse_backward_module_hooks(fn)
     arg_names = bind_names(fn, is_module)
     if len(args) != len(arg_names):
         raise ValueError(f"fn takes {len(arg_names)} arguments ({arg_names}), got {len(args)}")
     copies = clone_preserving_aliasing(args)
     arg_leaves = _arg_leaves(arg_names, copies)
     grad_enabled = torch.is_grad_enabled()
-    hooks_before = hook_counts(fn)
+    hooks_before = hook_snapshot(fn)
     rec = Recorder()
     compiled, inputs, out_expr = _compile_recording(
         fn, copies, rec, backend, frontend, dynamic, arg_names
     )
-    refuse_input_hooks(arg_names, copies, fn, hooks_before)
+    hooks = input_hook_replays(
+        fn,
+        arg_names,
+        copies if rec.frame_args is None else rec.frame_args,
+        {id(r.example): r.source for r in inputs},
+        bound_locals(fn, copies, is_module),
+        hooks_before,
+    )
+    if hooks and frontend != "dynamo":
+        raise PythonifyUnsupported("a hook registered on an input under frontend='aot'")
     if "RuntimeWrapper" not in rec.wrappers:
         raise PythonifyUnsupported("a program without a compiled graph", "nothing was compiled")
     training = "AOTDispatchAutograd" in rec.wrappers
@@ -98,6 +105,8 @@ def capture(
         compiled=compiled,
         inputs=inputs,
         output_expr=out_expr,
+        hooks=hooks,
+        module_call=rec.module_call,
         arg_names=arg_names,
         is_module=is_module,
         wrappers=rec.wrappers,

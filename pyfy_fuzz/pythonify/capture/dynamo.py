@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -23,7 +23,7 @@ from .exprs import structure
 from .recorder import Recorder, plain_backend
 from .result import GraphInputRecord, snapshot
 
-__all__ = ["bind_names", "capture_dynamo"]
+__all__ = ["bind_names", "bound_locals", "capture_dynamo"]
 
 
 def bind_names(fn: Callable[..., Any], is_module: bool) -> list[str]:
@@ -118,6 +118,11 @@ def _resolve_sizes(
 def capture_dynamo(
     fn: Any, copies: tuple[Any, ...], rec: Recorder, backend: str, dynamic: bool, is_module: bool
 ) -> tuple[Callable[..., Any], list[GraphInputRecord], str]:
+    """The capture's compile and call: the compiled callable, each graph input's record and
+    the return value as an expression over `outs`, L and G.
+
+    Long: the recording backend closes over the compile's state (records, fakes, outputs),
+    so it lives here beside the one call that drives it."""
     from torch._dynamo.backends.debugging import aot_eager
 
     graph_inputs: list[GraphInputRecord] = []
@@ -157,8 +162,14 @@ def capture_dynamo(
     import torch._dynamo
 
     compiled = torch.compile(fn, backend=record_backend, dynamic=dynamic, fullgraph=True)
+    frame: list[tuple[Any, Any]] = []
+    rec.module_call = is_module and _call_runs_outside(compiled, fn)
+    watch = _watch_forward(fn, frame) if rec.module_call else contextlib.nullcontext()
     try:
-        ret = compiled(*copies)
+        with watch:
+            ret = compiled(*copies)
+        if frame:  # Note [The forward frame of a module]
+            rec.frame_args, ret = frame[0]
     except torch._dynamo.exc.Unsupported as exc:
         raise PythonifyUnsupported("a graph break", str(exc).splitlines()[0]) from exc
     except torch._dynamo.exc.BackendCompilerFailed as exc:
@@ -169,13 +180,49 @@ def capture_dynamo(
     if rec.calls == 0:
         raise PythonifyUnsupported("a program without a compiled graph", "Dynamo traced no ops")
     graph_inputs[:], rec.symbol_ranges = _resolve_sizes(graph_inputs, fakes)
-    bound = _bound_locals(fn, copies, is_module)
+    bound = bound_locals(fn, copies, is_module)
     out_expr = _output_expr(ret, graph_outputs, graph_inputs, bound)
     # The reference callable must not close over our recording state.
     return compiled, graph_inputs, out_expr
 
 
-def _bound_locals(fn: Any, args: tuple[Any, ...], is_module: bool) -> dict[str, Any]:
+# Note [The forward frame of a module]
+# torch.compile of a user's module compiles `forward` only; the module's own __call__ runs
+# around it (`_call_runs_outside`; the file does the same, `_call_module`). So what Dynamo's
+# frame received and returned is not what the caller passed and got back: a full backward
+# hook wraps both in BackwardHookFunction views. The return value is expressed, and hooks on
+# inputs are looked for, on the frame's own arguments and return value, which a forward hook
+# sees (registered first, and disabled for Dynamo, so it never becomes a frame of its own).
+# A torch.nn module (or `wrap_top_frame`) is traced whole, hooks inlined: nothing runs around.
+
+
+def _call_runs_outside(compiled: Any, m: torch.nn.Module) -> bool:
+    """Whether torch.compile(m) runs m's own __call__ in eager around a compiled `forward`
+    (OptimizedModule wraps `m.__call__`), or traces the whole call, hooks inlined (a torch.nn
+    module, or `wrap_top_frame`)."""
+    wrapped = getattr(getattr(compiled, "_forward", None) or compiled.forward, "__wrapped__", None)
+    if wrapped is None:
+        raise PythonifyUnsupported(
+            "a torch.compile'd module whose call this torch wraps in an unknown way",
+            "OptimizedModule.forward has no __wrapped__",
+        )
+    return inspect.ismethod(wrapped) and wrapped.__self__ is m
+
+
+@contextlib.contextmanager
+def _watch_forward(m: torch.nn.Module, frame: list[tuple[Any, Any]]) -> Iterator[None]:
+    @torch._dynamo.disable  # type: ignore[misc]
+    def seen(module: Any, args: Any, output: Any) -> None:
+        frame.append((tuple(args), output))
+
+    handle = m.register_forward_hook(seen, prepend=True)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+def bound_locals(fn: Any, args: tuple[Any, ...], is_module: bool) -> dict[str, Any]:
     names = bind_names(fn, is_module)
     L = dict(zip(names, args, strict=True))
     target = type(fn).forward if is_module else fn

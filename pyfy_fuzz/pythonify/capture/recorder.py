@@ -46,6 +46,11 @@ class Recorder:
         self.fx_meta: dict[str, tuple[FxNodeMeta, ...]] = {}
         # id(AOTSyntheticBaseWrapper) -> how each synthetic base was made, read in pre_compile.
         self.base_kinds: dict[int, list[str]] = {}
+        # A module's forward frame's arguments, as Dynamo's frame got them (Note [The forward
+        # frame of a module] in dynamo.py); None for a function.
+        self.frame_args: tuple[Any, ...] | None = None
+        # The module's own __call__ runs around the compiled forward (ditto).
+        self.module_call = False
         # roles Inductor compiled to no code (Note [Inductor graphs without ops]).
         self.fx_from_inductor: set[str] = set()
 

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from ..graph_render import FxNodeMeta, RenderContext
-from ..meta import CompiledGraph, IRNode
+from ..meta import CompiledGraph, HookReplay, IRNode
 
 __all__ = [
     "BACKENDS",
@@ -100,6 +100,11 @@ class Capture:
     output_expr: str
     arg_names: list[str]
     is_module: bool
+    # Hooks the call registered on its inputs, replayed after the graph (Note [Hooks on inputs]).
+    hooks: list[HookReplay] = field(default_factory=list)
+    # A module whose own __call__ (its hooks) runs around the compiled forward (Note [The
+    # forward frame of a module] in dynamo.py).
+    module_call: bool = False
     # torch wrapper name -> its recorded node (None: the wrapper returned the function as is)
     wrappers: dict[str, IRNode | None] = field(default_factory=dict)
     graphs: dict[str, CompiledGraph] = field(default_factory=dict)
