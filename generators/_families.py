@@ -401,6 +401,7 @@ def _plan(b: Builder, variant: str | None, config: tuple[str, ...] = ()) -> Call
         frontend=p.frontend,
         mode=p.mode,
         saved_tensor_hooks=b.backward and b.chance(8),
+        grad_fn_hooks=b.backward and b.chance(8),
         config=config,
     )
 

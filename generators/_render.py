@@ -106,10 +106,20 @@ def drive(call, args, seed=0, module=None):
     leaves = _leaves(call if module is None else module, args)
     for leaf in leaves:
         leaf.grad = None
+    if PLAN["grad_fn_hooks"]:
+        _hook_grad_fns(args)
     if PLAN["saved_tensor_hooks"]:
         with torch.autograd.graph.saved_tensors_hooks(_pack, _unpack):
             return _drive(call, args, seed, leaves)
     return _drive(call, args, seed, leaves)
+
+
+def _hook_grad_fns(args):
+    """A logging hook and pre-hook on the grad_fn of each non-leaf tensor argument."""
+    for a in torch.utils._pytree.tree_leaves(args):
+        if isinstance(a, torch.Tensor) and a.grad_fn is not None:
+            a.grad_fn.register_prehook(_log_node_pre)
+            a.grad_fn.register_hook(_log_node)
 
 
 def compile_site():
@@ -261,6 +271,14 @@ def _log_grad_b(grad):
 
 def _log_accumulated(param):
     HOOK_LOG.append(("accumulated", tuple(param.grad.shape)))
+
+
+def _log_node_pre(grad_outputs):
+    HOOK_LOG.append(("node pre", len(grad_outputs)))
+
+
+def _log_node(grad_inputs, grad_outputs):
+    HOOK_LOG.append(("node", len(grad_inputs), len(grad_outputs)))
 
 
 def _pack(t):

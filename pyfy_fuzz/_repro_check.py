@@ -190,7 +190,7 @@ def _read_more(spec: ProgramSpec, rest: str) -> _Fact | None:
     if m := re.match(r"input (\S+) after the call: ", rest):
         return _tensor_fact(_named(m[1]), f"input {m[1]} after the call", rest[m.end() :])
     if rest.startswith("hooks ran "):
-        return _Fact("equal", "the hooks that ran, in order", "take_hook_log()", "first")
+        return _Fact("equal", "the hooks that ran (any order)", "sorted(take_hook_log())", "first")
     if m := re.match(r"grad( after the second backward)? of (\S+): ", rest):
         what = f"grad of {m[2]}" + (" after the second backward" if m[1] else "")
         grad = _tensor_fact(f"{_named(m[2])}.grad", what, rest[m.end() :])

@@ -280,13 +280,14 @@ class _Repro:
         names += ["_log_accumulated"] * self._uses("post_accumulate_hook")
         if spec.module is not None and spec.module.full_backward_hook:
             names += ["_module_pre_hook", "_module_hook"]
+        if spec.plan.grad_fn_hooks:
+            names += ["_log_node_pre", "_log_node"]
         names = list(dict.fromkeys(names))
-        if not names:
-            return []
-        lines = ["HOOK_LOG = []", ""] if names != ["_double_grad"] else []
+        take = "take_hook_log()" in self.check.fact
+        lines = ["HOOK_LOG = []", ""] if take or set(names) - {"_double_grad"} else []
         for n in names:
             lines += [*H.function_from(HOOKS, n), ""]
-        if "take_hook_log()" in self.check.fact:
+        if take:
             lines += [*H.source(H.take_hook_log, not self.compact), ""]
         return lines
 
@@ -383,7 +384,7 @@ class _Repro:
             pairs = ", ".join(f"({s}, {m})" for s, m in runs)
             head = [f"    for seed, make in ({pairs}):  # the last breaks the compile's guards"]
             seed, indent, make = "seed", "        ", "make(seed)"
-        uses_args = bool(re.search(r"\bargs\b", check.fact))
+        uses_args = bool(re.search(r"\bargs\b", check.fact)) or spec.plan.grad_fn_hooks
         inner = ["out = fn(*args)" if uses_args else f"out = fn(*{make})"]
         site = self._call_site()
         if site is not None:
@@ -398,6 +399,13 @@ class _Repro:
             hooks = f"with torch.autograd.graph.saved_tensors_hooks({pack}):"
             inner = [hooks, *(f"    {x}" for x in inner)]
         body = [f"args = {make}"] if uses_args else []
+        if spec.plan.grad_fn_hooks:
+            body += [
+                "for a in tree_leaves(args):  # as pyfy-fuzz's drive: hooks on each grad_fn",
+                "    if isinstance(a, torch.Tensor) and a.grad_fn is not None:",
+                "        a.grad_fn.register_prehook(_log_node_pre)",
+                "        a.grad_fn.register_hook(_log_node)",
+            ]
         if spec.module is not None and spec.module.params and backward and len(runs) > 1:
             body.append("fn.zero_grad()  # fresh .grad per call, as pyfy-fuzz's drive")
         if draws_random(self.spec):

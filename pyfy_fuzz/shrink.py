@@ -76,6 +76,7 @@ def complexity(spec: ProgramSpec) -> int:
         + (p.frontend != "dynamo")
         + (p.mode is not None)
         + p.saved_tensor_hooks
+        + p.grad_fn_hooks
         + len(p.config)
         + (p.backend is not None)
     )
@@ -312,12 +313,19 @@ def _simplify_plan(spec: ProgramSpec) -> Iterator[ProgramSpec]:
     if p.variant is not None:
         steps.append({"variant": None})
     if p.backward:
-        off = {"backward": False, "second_backward": None, "saved_tensor_hooks": False}
+        off = {
+            "backward": False,
+            "second_backward": None,
+            "saved_tensor_hooks": False,
+            "grad_fn_hooks": False,
+        }
         steps.append(off | {"tangents": "ones"})
     if p.second_backward is not None:
         steps.append({"second_backward": None})
     if p.saved_tensor_hooks:
         steps.append({"saved_tensor_hooks": False})
+    if p.grad_fn_hooks:
+        steps.append({"grad_fn_hooks": False})
     if p.dynamic:
         steps.append({"dynamic": False})
     if p.tangents != "ones":

@@ -187,6 +187,19 @@ EFFECT = ProgramSpec(
     outputs=(OutSpec("ref", "v0"),),
     plan=CallPlan(calls=1),
 )
+HOOKED = ProgramSpec(
+    family="autograd_function",
+    roots=(RootSpec((3,), grad="nonleaf"), RootSpec((3,), grad="leaf")),
+    inputs=(InputSpec("root"), InputSpec("root", root=1)),
+    body=(
+        Stmt("register_hook", ("a0", 1)),
+        Stmt("register_hook", ("a0", 2)),
+        Stmt("post_accumulate_hook", ("a1",)),
+        Stmt("mul", ("a0", "a1"), ("v0",)),
+    ),
+    outputs=(OutSpec("ref", "v0"),),
+    plan=CallPlan(calls=2, grad_fn_hooks=True),
+)
 AOT = ProgramSpec(
     family="dedupe",
     roots=(RootSpec((3,), dtype="float64"),),
@@ -340,6 +353,11 @@ CASES = [
         ),
     ),
     ("unreadable", PLAIN, finding(CD, "outputs", TC, "something new this module has never seen")),
+    (
+        "hooks",
+        HOOKED,
+        finding(CD, "grads", TC, "call 0: hooks ran ['a', 'b'] vs ['a']"),
+    ),
 ]
 # What each hand-built program must (and must not) bring into its repro.
 MUST = {
@@ -364,6 +382,13 @@ MUST = {
         "fn.zero_grad()",
     ],
     "effect": ['torch.library.custom_op("pyfy_gen::record"', "_register_effectful_op"],
+    "hooks": [
+        "HOOK_LOG = []",
+        "a0.register_hook(_log_grad_a)",
+        "a1.register_post_accumulate_grad_hook(_log_accumulated)",
+        "a.grad_fn.register_prehook(_log_node_pre)",
+        "return sorted(take_hook_log())",
+    ],
     "aot": ["aot_function(", "dynamic=True", "a1 = a0  # the same tensor again"],
     "cudagraph": ['mode="reduce-overhead"', "fallback_random = True", "torch.manual_seed(seed)"],
     "aliasing-base": [
@@ -667,6 +692,7 @@ CLEAN = [
     "aot",
     "cudagraph",
     "grad-mode",
+    "hooks",
 ]
 
 

@@ -479,3 +479,33 @@ def test_the_file_is_judged_on_the_compile_it_models() -> None:
     assert "capture_run_s" in r.timings
     r = run_case(replace(s, plan=replace(s.plan, calls=2)))
     assert {f.subject for f in r.findings} == {"torch.compile"}, [f.explanation for f in r.findings]
+
+
+def test_hooks_are_observed_for_every_subject_and_a_dropped_one_is_a_finding():
+    """The program's HOOK_LOG (tensor hooks that log, a post-accumulate-grad hook, hooks on
+    each non-leaf argument's grad_fn) is read after each call: every subject runs the same
+    hooks, and a file that drops its input hooks is reported by the grads oracle."""
+    from tests.test_repro import HOOKED
+
+    r = run_case(HOOKED, keep_evidence=True)
+    assert r.findings == [] and r.unsupported is None, [f.explanation for f in r.findings]
+    ev = r.evidence
+    assert ev is not None and ev.pythonified is not None
+    expected = ev.eager.calls[0].hooks
+    assert len(expected) == 5 and any("node pre" in h for h in expected), expected
+    assert sorted(ev.pythonified.calls[1].hooks) == sorted(expected)
+
+    class _DropsAHook(BundledPythonify):
+        def produce(self, fn: Any, args: Any, path: Path, **kw: Any) -> Produced:
+            out = super().produce(fn, args, path, **kw)
+            src = out.path.read_text()
+            dropped = src.replace("    L['a0'].register_hook(G['_log_grad_b'])\n", "")
+            assert dropped != src
+            out.path.write_text(dropped)
+            return out
+
+    r = run_case(HOOKED, impl=_DropsAHook())
+    assert any(
+        f.oracle == "grads" and "hooks ran" in f.explanation and f.subject == "pythonify"
+        for f in r.findings
+    ), [f.explanation for f in r.findings]

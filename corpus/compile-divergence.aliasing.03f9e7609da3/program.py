@@ -84,10 +84,20 @@ def drive(call, args, seed=0, module=None):
     leaves = _leaves(call if module is None else module, args)
     for leaf in leaves:
         leaf.grad = None
+    if PLAN["grad_fn_hooks"]:
+        _hook_grad_fns(args)
     if PLAN["saved_tensor_hooks"]:
         with torch.autograd.graph.saved_tensors_hooks(_pack, _unpack):
             return _drive(call, args, seed, leaves)
     return _drive(call, args, seed, leaves)
+
+
+def _hook_grad_fns(args):
+    """A logging hook and pre-hook on the grad_fn of each non-leaf tensor argument."""
+    for a in torch.utils._pytree.tree_leaves(args):
+        if isinstance(a, torch.Tensor) and a.grad_fn is not None:
+            a.grad_fn.register_prehook(_log_node_pre)
+            a.grad_fn.register_hook(_log_node)
 
 
 def compile_site():
@@ -172,6 +182,14 @@ def _log_accumulated(param):
     HOOK_LOG.append(("accumulated", tuple(param.grad.shape)))
 
 
+def _log_node_pre(grad_outputs):
+    HOOK_LOG.append(("node pre", len(grad_outputs)))
+
+
+def _log_node(grad_inputs, grad_outputs):
+    HOOK_LOG.append(("node", len(grad_inputs), len(grad_outputs)))
+
+
 def _pack(t):
     return t.clone()  # a real copy, of the same dtype: torch.compile may save a bool mask
 
@@ -212,9 +230,9 @@ def make_inputs(seed=0, variant=None):
         args = tuple(_unalias(a) if i in (0, 1) else a for i, a in enumerate(args))
     return args
 
-PLAN = {'calls': 2, 'variant': None, 'backward': True, 'tangents': 'randn', 'second_backward': 'retain', 'dynamic': False, 'frontend': 'dynamo', 'mode': None, 'saved_tensor_hooks': False, 'config': (), 'backend': None}
+PLAN = {'calls': 2, 'variant': None, 'backward': True, 'tangents': 'randn', 'second_backward': 'retain', 'dynamic': False, 'frontend': 'dynamo', 'mode': None, 'saved_tensor_hooks': False, 'grad_fn_hooks': False, 'config': (), 'backend': None}
 CALL_CONTEXT = None
-SPEC = '{"body": [{"args": ["a1", 2], "ctx": null, "op": "fill_", "outs": []}, {"args": ["a0"], "ctx": null, "op": "cos", "outs": ["v0"]}, {"args": ["a1", "slice", 0, 0, 1, 1], "ctx": null, "op": "view", "outs": ["v4"]}], "family": "synthetic_base", "functions": [], "inputs": [{"kind": "set_shared", "of": 0, "root": 0, "value": 0, "views": [{"args": [[1], [1], 0], "op": "as_strided"}]}, {"kind": "set_shared", "of": 0, "root": 0, "value": 0, "views": [{"args": [[1], [1], 0], "op": "as_strided"}]}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "v0", "value": 0}, {"items": [], "kind": "ref", "ref": "v0", "value": 0}, {"items": [], "kind": "ref", "ref": "v4", "value": 0}], "plan": {"backend": null, "backward": true, "calls": 2, "config": [], "dynamic": false, "frontend": "dynamo", "mode": null, "saved_tensor_hooks": false, "second_backward": "retain", "tangents": "randn", "variant": null}, "roots": [{"dtype": "float32", "grad": "none", "layout": "contiguous", "shape": [1], "subclass": null}], "version": 1}'
+SPEC = '{"body": [{"args": ["a1", 2], "ctx": null, "op": "fill_", "outs": []}, {"args": ["a0"], "ctx": null, "op": "cos", "outs": ["v0"]}, {"args": ["a1", "slice", 0, 0, 1, 1], "ctx": null, "op": "view", "outs": ["v4"]}], "family": "synthetic_base", "functions": [], "inputs": [{"kind": "set_shared", "of": 0, "root": 0, "value": 0, "views": [{"args": [[1], [1], 0], "op": "as_strided"}]}, {"kind": "set_shared", "of": 0, "root": 0, "value": 0, "views": [{"args": [[1], [1], 0], "op": "as_strided"}]}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "v0", "value": 0}, {"items": [], "kind": "ref", "ref": "v0", "value": 0}, {"items": [], "kind": "ref", "ref": "v4", "value": 0}], "plan": {"backend": null, "backward": true, "calls": 2, "config": [], "dynamic": false, "frontend": "dynamo", "grad_fn_hooks": false, "mode": null, "saved_tensor_hooks": false, "second_backward": "retain", "tangents": "randn", "variant": null}, "roots": [{"dtype": "float32", "grad": "none", "layout": "contiguous", "shape": [1], "subclass": null}], "version": 1}'
 
 
 if __name__ == "__main__":

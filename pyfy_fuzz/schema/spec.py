@@ -187,6 +187,10 @@ class CallPlan:
     # Run call and backward inside torch.autograd.graph.saved_tensors_hooks (Dynamo cannot
     # trace the context manager inside the function, so it wraps the call).
     saved_tensor_hooks: bool = False
+    # Before each call, the drive registers a logging hook and pre-hook on the grad_fn of every
+    # non-leaf tensor argument: autograd runs them for every subject (seed 003's node hooks,
+    # which Dynamo cannot trace inside the function).
+    grad_fn_hooks: bool = False
     # The configuration catalogue's knobs the case runs under (schema.config.CATALOGUE, Note
     # [Drawn configurations]); () is torch's defaults.
     config: tuple[str, ...] = ()
