@@ -177,11 +177,14 @@ def _input_mutation(b: Builder) -> None:
 
 def _output_aliasing(b: Builder) -> None:
     _plain_inputs(b)
-    kind = b.pick(("input", "input view", "intermediate view", "twice", "views of one base"))
+    kinds = ("input", "base too", "input view", "intermediate view", "twice", "views of one base")
+    kind = b.pick(kinds)
     event(f"aim: output alias: {kind}")
     ins = tensors(b, lambda v: v.input_index is not None)
     if not ins:
         return
+    if kind == "base too":  # AOTAutograd tells this alias apart only when it requires grad
+        ins = [v for v in ins if v.requires_grad] or ins
     x = b.pick(ins)
     if kind == "input":
         # Dynamo hands back an unmutated input itself; only a mutated one reaches AOT.
@@ -190,9 +193,11 @@ def _output_aliasing(b: Builder) -> None:
             return
         kind = "input view"
     src = x
-    if kind in ("intermediate view", "views of one base"):
+    if kind in ("intermediate view", "views of one base", "base too"):
         new = _new_values(b, lambda: stmt_unary(b))
         src = b.vals[new[-1]] if new else x
+        if kind == "base too" and new:  # the view's base is itself an output
+            b.outputs.append(OutSpec("ref", ref=src.name))
     made: list[str] = []
     for _ in range(2 if kind == "views of one base" else 1):
         made += _new_values(b, lambda: _view_of(b, src))
