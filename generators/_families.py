@@ -230,8 +230,14 @@ def _subclass(b: Builder) -> None:
     kind = b.pick(("two_tensor", "mirror"))
     event(f"aim: subclass/{kind}")
     grad = b.pick(("none", "leaf"))
-    x = b.input_root(b.add_root(subclass=kind, grad=grad, layout="contiguous"))
-    if b.chance(2):
+    root = b.add_root(subclass=kind, grad=grad, layout="contiguous")
+    x = b.input_root(root)
+    if b.chance(3):  # a view of the subclass argument beside it, one of the two mutated
+        event("aim: subclass/aliased")
+        view = b.input_view(root)
+        target = b.pick([v for v in (x, view) if mutable(b, v, grad_on=False)] or [view])
+        stmt_inplace(b, target=target, ctx="no_grad" if target.requires_grad else None)
+    elif b.chance(2):
         b.input_root(b.add_root(grad="none", layout="contiguous"))
     _return_new(b, lambda: stmt_unary(b, target=x))  # the subclass must reach the graph
 
@@ -396,17 +402,23 @@ def _plan(b: Builder, variant: str | None, config: tuple[str, ...] = ()) -> Call
         event("plan: dynamic=True")
     if variant:
         event(f"plan: variant call ({variant})")
+    calls = b.integer(p.min_calls, 3)
+    tangents = "randn" if not b.chance(4) else "ones"
+    second_backward = None if not b.chance(5) else b.pick(("retain", "no_retain"))
+    # One draw for both kinds of hooks around the call (1 in 8 each): a new draw of its own
+    # moved where Hypothesis's shrinking ends for whole families (tests/generators).
+    hooks = b.integer(0, 7) if b.backward else 0
     return CallPlan(
-        calls=b.integer(p.min_calls, 3),
+        calls=calls,
         variant=variant,
         backward=b.backward,
-        tangents="randn" if not b.chance(4) else "ones",
-        second_backward=None if not b.chance(5) else b.pick(("retain", "no_retain")),
+        tangents=tangents,
+        second_backward=second_backward,
         dynamic=dynamic,
         frontend=p.frontend,
         mode=p.mode,
-        saved_tensor_hooks=b.backward and b.chance(8),
-        grad_fn_hooks=b.backward and b.chance(8),
+        saved_tensor_hooks=hooks == 7,
+        grad_fn_hooks=hooks == 6,
         config=config,
     )
 

@@ -155,6 +155,17 @@ BY_DESIGN: tuple[ByDesign, ...] = (
         "wrong result. The pythonified file is still compared with torch.compile.",
     ),
     ByDesign(
+        "compile-refuses-subclass-synthetic-base",
+        "exceptions",
+        "torch.compile raises where eager runs: tensor-subclass arguments that alias one "
+        "another and are mutated (or a plain argument aliasing a subclass one)",
+        "such inputs need a synthetic base, and AOTAutograd refuses a synthetic base whenever "
+        "a graph input or output is a tensor subclass, with a message saying 'This is not "
+        "supported today' (runtime_wrappers.py, AOTSyntheticBaseWrapper.pre_compile, torch "
+        "2.13): a documented limitation, not a wrong result. The capture copies the aliasing "
+        "too, so the pythonified file is refused alike.",
+    ),
+    ByDesign(
         "grad-fn-type",
         "autograd",
         "outputs' grad_fn has another type (CompiledFunctionBackward vs MulBackward0)",
@@ -226,6 +237,9 @@ def excuse(entry_id: str) -> bool:
 # purpose: the message's words, and the entry that documents them.
 _DOCUMENTED_REFUSALS = {
     "as_strided() is non-compositional": "compile-refuses-as-strided-view-mutation",
+    "to the graph is a tensor subclass. This is not supported today": (
+        "compile-refuses-subclass-synthetic-base"
+    ),
 }
 
 

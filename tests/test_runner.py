@@ -509,3 +509,24 @@ def test_hooks_are_observed_for_every_subject_and_a_dropped_one_is_a_finding():
         f.oracle == "grads" and "hooks ran" in f.explanation and f.subject == "pythonify"
         for f in r.findings
     ), [f.explanation for f in r.findings]
+
+
+def test_aliased_mutated_subclass_arguments_are_refused_by_design():
+    """Two TwoTensor views of one base, one mutated: the capture's copies alias as the
+    arguments do (they were plain tensors, so the file was compiled for unaliased inputs and
+    gave values torch.compile did not), and torch refuses a synthetic base over subclasses
+    with 'not supported today': a documented refusal, not a finding."""
+    s = ProgramSpec(
+        family="subclass",
+        roots=(RootSpec((6,), subclass="two_tensor"),),
+        inputs=(
+            InputSpec("view", views=(ViewStep("slice", (0, 0, 3, 1)),)),
+            InputSpec("view", views=(ViewStep("slice", (0, 2, 5, 1)),)),
+        ),
+        body=(Stmt("mul_", ("a0", 2)), Stmt("add1", ("a1",), ("v0",))),
+        outputs=(OutSpec("ref", "v0"),),
+        plan=CallPlan(calls=1, backward=False),
+    )
+    r = run_case(s)
+    assert r.findings == [], [f.explanation for f in r.findings]
+    assert "compile-refuses-subclass-synthetic-base" in r.excused, r.excused

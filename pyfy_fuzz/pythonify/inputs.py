@@ -57,17 +57,15 @@ class _Copier:
             return t
         if id(t) in self.by_id:
             return self.by_id[id(t)]
-        if is_traceable_wrapper_subclass(t):
-            attrs, ctx = t.__tensor_flatten__()
-            inner = {a: self.copy(getattr(t, a)) for a in attrs}
-            new = type(t).__tensor_unflatten__(inner, ctx, t.size(), t.stride())
-            if t.requires_grad and t.is_leaf:
-                new.requires_grad_(True)
-        elif t._base is not None:
+        if t._base is not None:  # a view (a subclass's too): a view of the copied base
             base = self.copy(t._base)
             new = base.as_strided(t.size(), t.stride(), t.storage_offset())
             if t.requires_grad and not new.requires_grad:
                 new.requires_grad_(True)
+        elif is_traceable_wrapper_subclass(t):
+            attrs, ctx = t.__tensor_flatten__()
+            inner = {a: self.copy(getattr(t, a)) for a in attrs}
+            new = self.with_grad(type(t).__tensor_unflatten__(inner, ctx, t.size(), t.stride()), t)
         elif isinstance(t, torch.nn.Parameter):
             new = torch.nn.Parameter(self.raw(t), requires_grad=t.requires_grad)
         else:

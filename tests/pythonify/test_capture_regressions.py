@@ -123,3 +123,21 @@ def test_sizes_that_shared_a_symbol_must_stay_equal(tmp_path):
 
     apart = pythonify(f, (torch.randn(4), torch.randn(5)), tmp_path / "q.py", dynamic=True)
     assert load(apart.path, bind=f).call(torch.randn(6), torch.randn(7))[1] == 6
+
+
+def test_subclass_views_are_copied_as_views_with_their_autograd_state():
+    """Views of one TwoTensor were copied as fresh TwoTensors over copied inner tensors: no
+    longer views of one base, and without requires_grad when the base was a non-leaf. The
+    capture then compiled for other inputs than the call's (an inference graph, unaliased
+    inputs), so the file refused every real call, or computed what torch.compile did not."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    base = TwoTensor(torch.randn(6, requires_grad=True), torch.randn(6, requires_grad=True)) * 1
+    a, b = base[:3], base[2:5]
+    ca, cb = clone_preserving_aliasing((a, b))
+    assert type(ca) is TwoTensor and ca._base is not None and ca._base is cb._base
+    assert ca.requires_grad and cb.requires_grad and not ca.is_leaf
+    with torch.no_grad():
+        ca.mul_(2)
+    assert torch.equal(cb.a[0], ca.a[2]) and torch.equal(cb.b[0], ca.b[2])
+    assert torch.equal(ca.a, a.a * 2) and torch.equal(cb.a[1:], b.a[1:])

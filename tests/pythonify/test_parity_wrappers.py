@@ -326,3 +326,20 @@ def test_saved_symints_follow_the_call(tmp_path):
         compare(e, p, f"size {n}: pythonify vs eager", exact=False)
     with pytest.raises(AssertionError, match="expected all symint_outs"):
         mod._checked_symints([torch.ones(1)])
+
+
+def test_subclass_views_of_one_non_leaf_base_mutated_in_training(tmp_path):
+    """Issue 16 item 8, what torch 2.13 compiles of it: disjoint TwoTensor views of one
+    non-leaf base, one mutated, in training. (Overlapping ones need a synthetic base, which
+    torch refuses for subclasses: by-design compile-refuses-subclass-synthetic-base.)"""
+
+    def f(a, b):
+        a.mul_(2)
+        return (a * b).sum(), b.cos()
+
+    def args():
+        base = TwoTensor(r(6, rg=True), r(6, rg=True, seed=3)) * 1
+        return (base[:3], base[3:])
+
+    res = check_parity(tmp_path, f, args, expect=["AOTDispatchSubclassWrapper"])
+    assert "autograd/training" in wrapper_paths(res.ir)
