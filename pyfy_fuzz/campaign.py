@@ -95,6 +95,8 @@ class CampaignConfig:
     # One drawn case in N compiles with Inductor instead (`pyfy-fuzz run` without --backend:
     # DEFAULT_INDUCTOR_SHARE); 0: every case uses `backend`.
     inductor_share: int = 0
+    # --config: every drawn case runs under these catalogue knobs; None: each draws its own.
+    config: tuple[str, ...] | None = None
     workers: int = 1
     seed: int = 0
     wrappers: list[str] | None = None
@@ -254,6 +256,7 @@ class Campaign:
             slot=slot,
             backend=c.backend,
             inductor_share=c.inductor_share,
+            config=c.config,
             device=c.device,
             impl=c.impl,
             wrappers=c.wrappers,
@@ -742,6 +745,7 @@ class Campaign:
                 "budget_s": self.config.budget_s,
                 "backend": self.config.backend,
                 "inductor_share": self.config.inductor_share,
+                "knobs": list(self.config.config) if self.config.config is not None else None,
                 "device": self.config.device,
                 "workers": self.config.workers,
                 "seed": self.config.seed,

@@ -87,6 +87,8 @@ class WorkerConfig:
     # One drawn case in `inductor_share` compiles with Inductor (the spec names it, so it keeps
     # it through shrinking and saving); 0: every case uses `backend`.
     inductor_share: int = 0
+    # Every drawn case runs under these catalogue knobs (--config); None: each draws its own.
+    config: tuple[str, ...] | None = None
     device: str = "cpu"
     impl: str = "bundled"  # bundled | torch
     wrappers: list[str] | None = None
@@ -440,7 +442,10 @@ def _explore(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl, job: Explo
     explorer = _Explorer(ch, config, impl, job.deadline)  # monotonic: system-wide on Linux
     database = DirectoryBasedExampleDatabase(config.database) if config.database else None
     strategy = _with_inductor_share(
-        programs(config.wrappers, max_ops=config.max_ops, max_inputs=config.max_inputs),
+        _with_config(
+            programs(config.wrappers, max_ops=config.max_ops, max_inputs=config.max_inputs),
+            config.config,
+        ),
         config.inductor_share,
     )
     for restart in itertools.count():
@@ -476,6 +481,15 @@ def _explore(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl, job: Explo
             paths = frozenset(run.best[1].get("identity_paths", ()))
             ch.known.add(KnownBug(run.target, paths, PENDING))
     raise AssertionError("unreachable")
+
+
+def _with_config(
+    strategy: st.SearchStrategy[ProgramSpec], knobs: tuple[str, ...] | None
+) -> st.SearchStrategy[ProgramSpec]:
+    """Every spec under `knobs` (--config) in place of the configuration it drew."""
+    if knobs is None:
+        return strategy
+    return strategy.map(lambda spec: replace(spec, plan=replace(spec.plan, config=knobs)))
 
 
 def _with_inductor_share(

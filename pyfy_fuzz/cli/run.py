@@ -46,6 +46,14 @@ def register(commands: Commands) -> None:
         "10 compiled by Inductor)",
     )
     p.add_argument(
+        "--config",
+        default=None,
+        metavar="KNOB[,KNOB]",
+        help="run every case under these knobs of the configuration catalogue (default: each "
+        "case draws its own; see pyfy_fuzz.schema.config.CATALOGUE). The shrinker still tries "
+        "torch's defaults, so a finding keeps a knob only if the bug needs it",
+    )
+    p.add_argument(
         "--workers", type=int, default=None, help="worker processes (default: one per core)"
     )
     p.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
@@ -103,6 +111,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"--wrappers: unknown or no families {unknown or wrappers}; "
                 f"choose from {', '.join(FAMILIES)}"
             )
+    pinned = _config_knobs(args.config)
     if args.max_cases is not None and args.max_cases < 1:
         raise cli_error(f"--max-cases must be at least 1, got {args.max_cases}")
     if args.case_timeout <= 0:
@@ -121,6 +130,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         device=args.device,
         backend=args.backend or "aot_eager",
         inductor_share=0 if args.backend else DEFAULT_INDUCTOR_SHARE,
+        config=pinned,
         workers=workers,
         seed=args.seed,
         wrappers=wrappers,
@@ -134,6 +144,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         coverage=args.coverage,
     )
     return run_and_summarise(config).exit_code
+
+
+def _config_knobs(text: str | None) -> tuple[str, ...] | None:
+    """--config's knobs, checked against the catalogue (one line and exit 2 when not)."""
+    if text is None:
+        return None
+    from pyfy_fuzz.schema.config import check_config
+
+    knobs = tuple(k.strip() for k in text.split(",") if k.strip())
+    if not knobs:
+        raise cli_error("--config: no knob given")
+    try:
+        check_config(knobs)
+    except ValueError as e:
+        raise cli_error(f"--config: {e}") from None
+    return knobs
 
 
 def run_and_summarise(config: Any) -> Any:
@@ -170,7 +196,8 @@ def print_summary(s: dict[str, Any], out: Any) -> None:
         f"\npyfy-fuzz run: {s['cases']} cases in {format_duration(s['elapsed_s'])} "
         f"({s['cases_per_min']:.0f}/min, {s['shrink_cases']} of them shrinking); "
         f"torch {s['torch']}, {_backends(c, s)} on {c['device']}, {c['workers']} workers, "
-        f"shard {c['shard']}",
+        f"shard {c['shard']}"
+        + (f", every case under {', '.join(c['knobs'])}" if c.get("knobs") else ""),
         file=out,
     )
     findings = s["findings"]

@@ -22,6 +22,9 @@ from pyfy_fuzz.cli.run import print_summary
         (["run", "--workers", "0"], "--workers must be at least 1"),
         (["run", "--wrappers", "dedupe,nope"], "unknown or no families ['nope']"),
         (["run", "--max-cases", "0"], "--max-cases"),
+        (["run", "--config", "debug_assert,nope"], "--config: unknown configuration knob 'nope'"),
+        (["run", "--config", "no_grad,autocast"], "at most one call-site knob"),
+        (["run", "--config", ","], "--config: no knob given"),
         (["run", "--case-timeout", "0"], "--case-timeout"),
         (["run", "--device", "cuda"], "no usable GPU"),
         (["run", "--pythonify", "torch"], "has no torch.compile(pythonify=...)"),
@@ -155,3 +158,23 @@ def test_the_summary_names_the_mix() -> None:
     text = out.getvalue()
     assert "aot_eager + inductor (1 case in 10: aot_eager 18, inductor 2) on cpu" in text
     assert "warning: config: this torch lacks knob 'x'" in text
+
+
+def test_config_pins_every_drawn_case() -> None:
+    """--config: every case the worker's strategy draws runs under the pinned knobs."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from generators import programs
+    from pyfy_fuzz.worker import _with_config
+
+    seen: list[tuple[str, ...]] = []
+
+    @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(_with_config(programs(), ("debug_assert", "no_grad")))
+    def drawn(spec) -> None:  # type: ignore[no-untyped-def]
+        seen.append(spec.plan.config)
+
+    drawn()
+    assert seen and set(seen) == {("debug_assert", "no_grad")}
+    assert _with_config(st.just(1), None).example() == 1  # type: ignore[arg-type]
