@@ -40,7 +40,7 @@ def _under(s: ProgramSpec, *names: str) -> ProgramSpec:
 def test_every_compile_knob_is_a_torch_setting_away_from_its_default() -> None:
     for knob in CATALOGUE.values():
         assert knob.reaches
-        if knob.kind == "call":
+        if knob.kind in ("call", "capture"):
             continue
         for target, value in knob.settings:
             module, entry = target.rsplit(".", 1)
@@ -52,6 +52,10 @@ def test_knobs_and_configurations_are_checked() -> None:
         ConfigKnob("x", "compile", (), "why")
     with pytest.raises(ValueError, match="call"):
         ConfigKnob("x", "call", (("torch._functorch.config.debug_assert", True),), "why")
+    with pytest.raises(ValueError, match="capture"):
+        ConfigKnob("x", "capture", (("torch._functorch.config.debug_assert", True),), "why")
+    with pytest.raises(ValueError, match="capture"):
+        ConfigKnob("x", "compile", (("capture.fakify_first_call", True),), "why")
     with pytest.raises(ValueError, match="unknown configuration knob 'nope'"):
         check_config(("nope",))
     with pytest.raises(ValueError, match="repeat"):
@@ -87,8 +91,10 @@ def test_the_configuration_reaches_its_wrapper_paths_without_findings() -> None:
     reached = {
         "debug_assert": "debug_assert/requires_grad",
         "autocast": "runtime/disable_amp",
+        "ddp_fakify": "fakified_out/first_call",
     }
-    for name in ("debug_assert", "autocast", "no_grad", "inference_mode", "no_view_replay"):
+    names = ("debug_assert", "autocast", "no_grad", "inference_mode", "no_view_replay")
+    for name in (*names, "ddp_fakify"):
         r = run_case(_under(TRAIN, name), backend="aot_eager")
         assert r.status == "ok" and r.pythonified_path is not None, (name, r.unsupported)
         assert not r.findings, (name, [f.explanation for f in r.findings])

@@ -9,12 +9,14 @@ nodes, one per wrapper) -> gen_python (the file). See docs/ARCHITECTURE.md.
 """
 
 from .api import PythonifyResult, load, pythonify
+from .capture import capture_options
 from .errors import PythonifyGuardError, PythonifyUnsupported
 
 __all__ = [
     "PythonifyGuardError",
     "PythonifyResult",
     "PythonifyUnsupported",
+    "capture_options",
     "load",
     "pythonify",
 ]

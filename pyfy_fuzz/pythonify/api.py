@@ -37,6 +37,10 @@ class PythonifyResult:
     timings: dict[str, float] = field(default_factory=dict)
     # torch's node metadata per compiled graph (seq_nr etc.), for the seq_nr oracle.
     fx_meta: dict[str, tuple[FxNodeMeta, ...]] = field(default_factory=dict)
+    # With fakify_first_call: torch's fake first outputs, (shape, stride, dtype) each.
+    fake_first_outputs: list[tuple[tuple[int, ...], tuple[int, ...], str] | None] = field(
+        default_factory=list
+    )
 
 
 def _check_path(path: str | os.PathLike[str]) -> Path:
@@ -60,11 +64,14 @@ def pythonify(
     frontend: str = "dynamo",
     dynamic: bool = False,
     mode: str | None = None,
+    fakify_first_call: bool = False,
 ) -> PythonifyResult:
     """Compile `fn` on copies of `args` and write a standalone file reproducing the compile.
 
     `args` are not mutated. Raises PythonifyUnsupported (naming the construct) when the program
     cannot be modelled faithfully, ValueError/TypeError for bad arguments.
+    `fakify_first_call` compiles as DDPOptimizer does (Note [The fakified first call] in
+    capture/dynamo.py), so FakifiedOutWrapper is built.
     """
     if not callable(fn):
         raise TypeError(f"fn must be a function or nn.Module, got {type(fn).__name__}")
@@ -72,7 +79,15 @@ def pythonify(
         raise TypeError(f"args must be a tuple of example inputs, got {type(args).__name__}")
     out = _check_path(path)
     t0 = time.perf_counter()
-    cap = capture(fn, args, backend=backend, frontend=frontend, dynamic=dynamic, mode=mode)
+    cap = capture(
+        fn,
+        args,
+        backend=backend,
+        frontend=frontend,
+        dynamic=dynamic,
+        mode=mode,
+        fakify_first_call=fakify_first_call,
+    )
     t1 = time.perf_counter()
     ir = build_ir(cap)
     source = generate(ir)
@@ -86,6 +101,7 @@ def pythonify(
         ir=ir,
         timings={"capture_s": t1 - t0, "codegen_s": t2 - t1},
         fx_meta=cap.fx_meta,
+        fake_first_outputs=cap.fake_first_outputs,
     )
 
 

@@ -9,13 +9,17 @@ catalogue it runs under (each knob is one setting away from torch's default); th
 is the stock configuration, which the shrinker tries first, so a finding keeps a knob only when
 the bug needs it.
 
-Two kinds of knob:
+Three kinds of knob:
 - "compile": a torch config entry (`target` "torch._functorch.config.debug_assert"), patched
   around every compile of the case -- the capture, the stock reference and the warm one -- so
   the file models the compile it is compared with. A torch that lacks the entry skips the knob
   and says so (never a crash).
 - "call": how the program is called (`target` "call.no_grad"), the same for every subject,
   eager included: the generated program's drive applies it around each call.
+- "capture": how pythonify's capture compiles (`target` "capture.fakify_first_call": as
+  DDPOptimizer does). It changes the file and the compile it is judged on (the capture's own
+  callable, Note [Two references]); torch.compile, stock, is untouched, so a torch finding
+  never keeps one.
 
 Everything here is data, readable without torch: generators draw from it, the runner applies
 it (subjects/stock.py), repro.py writes it into the script, `--config` is checked against it.
@@ -31,11 +35,12 @@ __all__ = [
     "ConfigKnob",
     "KnobKind",
     "call_context",
+    "capture_options",
     "check_config",
     "compile_knobs",
 ]
 
-KnobKind = Literal["compile", "call"]
+KnobKind = Literal["compile", "call", "capture"]
 
 
 @dataclass(frozen=True)
@@ -43,9 +48,12 @@ class ConfigKnob:
     """One setting, away from torch's default, that changes which wrapper path runs."""
 
     name: str  # the catalogue's name, as CallPlan.config holds it ("debug_assert")
-    kind: KnobKind  # compile: a torch config entry; call: how the program is called
+    # compile: a torch config entry; call: how the program is called; capture: how the
+    # capture compiles (the file's reference only: torch.compile stays stock)
+    kind: KnobKind
     # compile: "module.entry" -> value; several for one knob that needs them together.
     # call: the one call-site context ("call.no_grad", "call.inference_mode", "call.autocast").
+    # capture: "capture.<option of pythonify's capture>" -> value.
     settings: tuple[tuple[str, object], ...]
     reaches: str  # the wrapper path or behaviour it changes (why it is in the catalogue)
     backends: tuple[str, ...] = ("aot_eager", "inductor")  # where it means anything
@@ -57,12 +65,18 @@ class ConfigKnob:
             raise ValueError(f"knob {self.name!r} sets nothing")
         if self.kind == "call" and (len(self.settings) != 1 or not _is_call(self.settings)):
             raise ValueError(f"call knob {self.name!r} names one call.<context>")
-        if self.kind == "compile" and _is_call(self.settings):
-            raise ValueError(f"compile knob {self.name!r} names a call context")
+        if self.kind == "compile" and (_is_call(self.settings) or _is_capture(self.settings)):
+            raise ValueError(f"compile knob {self.name!r} names a call context or a capture")
+        if self.kind == "capture" and not all(t.startswith("capture.") for t, _ in self.settings):
+            raise ValueError(f"capture knob {self.name!r} names capture.<option> only")
 
 
 def _is_call(settings: tuple[tuple[str, object], ...]) -> bool:
     return any(target.startswith("call.") for target, _ in settings)
+
+
+def _is_capture(settings: tuple[tuple[str, object], ...]) -> bool:
+    return any(target.startswith("capture.") for target, _ in settings)
 
 
 _F = "torch._functorch.config."
@@ -119,6 +133,14 @@ _KNOBS = (
         backends=("aot_eager",),
     ),
     ConfigKnob(
+        "ddp_fakify",
+        "capture",
+        (("capture.fakify_first_call", True),),
+        "fakified_out/first_call: the capture compiles as DDPOptimizer does, fakify_first_call "
+        "set and the first call spent under fake mode, so FakifiedOutWrapper is built",
+        frontends=("dynamo",),
+    ),
+    ConfigKnob(
         "no_grad",
         "call",
         (("call.no_grad", True),),
@@ -167,6 +189,16 @@ def call_context(config: tuple[str, ...]) -> str | None:
         if knob.kind == "call":
             return knob.settings[0][0].removeprefix("call.")
     return None
+
+
+def capture_options(config: tuple[str, ...]) -> dict[str, object]:
+    """What a configuration asks of pythonify's capture: option -> value."""
+    return {
+        target.removeprefix("capture."): value
+        for name in config
+        if CATALOGUE[name].kind == "capture"
+        for target, value in CATALOGUE[name].settings
+    }
 
 
 def compile_knobs(config: tuple[str, ...], device: str) -> list[ConfigKnob]:

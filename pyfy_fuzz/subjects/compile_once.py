@@ -19,6 +19,8 @@ import torch
 
 from generators import Program
 from pyfy_fuzz.observe import ExcObs, Target, exception_tail
+from pyfy_fuzz.pythonify import capture_options
+from pyfy_fuzz.schema.config import capture_options as options_of
 from pyfy_fuzz.schema.spec import CallPlan
 
 from .impl import Produced, PythonifyImpl
@@ -91,7 +93,7 @@ def compile_once(program: Program, impl: PythonifyImpl, backend: str, path: Path
         # compiled as the stock compile will be, at its first call inside drive: under the
         # plan's saved-tensor hooks and call-site knob (Note [Drawn configurations] in
         # schema/config.py); the inputs are made outside, as drive's are
-        with program.module.compile_site():
+        with program.module.compile_site(), capture_options(**options_of(plan.config)):
             produced = impl.produce(
                 fn,
                 args,

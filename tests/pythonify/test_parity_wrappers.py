@@ -343,3 +343,35 @@ def test_subclass_views_of_one_non_leaf_base_mutated_in_training(tmp_path):
 
     res = check_parity(tmp_path, f, args, expect=["AOTDispatchSubclassWrapper"])
     assert "autograd/training" in wrapper_paths(res.ir)
+
+
+# ---------------------------------------------------------------------------- FakifiedOutWrapper
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
+def test_fakified_first_call(tmp_path, backend):
+    """Note [The fakified first call]: compiled as DDPOptimizer compiles, torch's first call
+    returns fake outputs with the compiled graph's strides; the file's FakifiedOutWrapper,
+    re-armed, returns outputs of exactly that geometry, and later calls are real ones that
+    match torch.compile's."""
+
+    def f(x, w):
+        return (x @ w).relu(), x.t(), (x * 2).sum(0)
+
+    def args():
+        return (r(4, 3, rg=True), r(3, 5, rg=True, seed=1))
+
+    res = pythonify(f, args(), tmp_path / "p.py", backend=backend, fakify_first_call=True)
+    assert "FakifiedOutWrapper" in res.active_wrappers
+    assert "fakified_out/first_call" in wrapper_paths(res.ir)
+    assert len(res.fake_first_outputs) == 3
+    mod = load(res.path, bind=f)
+    mod._fakified_state["pending"] = True
+    outs = mod.call(*args())
+    got = [(tuple(o.shape), tuple(o.stride()), str(o.dtype)) for o in outs]
+    assert got == res.fake_first_outputs
+    assert outs[0].device.type == "meta" and not mod._fakified_state["pending"]
+    for k in range(2):  # disarmed again: real calls, as torch.compile's after its first
+        c = run_subject(res.compiled, f, args(), k)
+        p = run_subject(mod.call, f, args(), k)
+        compare(c, p, f"call {k}: pythonify vs torch.compile", exact=backend == "aot_eager")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any
 
 import torch
@@ -41,6 +42,7 @@ __all__ = [
     "GraphInputRecord",
     "InputSnapshot",
     "capture",
+    "capture_options",
     "snapshot",
 ]
 
@@ -60,6 +62,25 @@ def _settings(module: str) -> dict[str, Any]:
     return {k[len(prefix) :]: v for k, v in CAPTURE_SETTINGS.items() if k.startswith(prefix)}
 
 
+# Options the caller's context asks of every capture inside it (`capture_options`): a
+# campaign's drawn configuration reaches the capture this way, whatever implementation
+# protocol stands between (Note [Drawn configurations] in pyfy_fuzz/schema/config.py).
+_OPTIONS: ContextVar[dict[str, object] | None] = ContextVar("capture_options", default=None)
+
+
+@contextlib.contextmanager
+def capture_options(**options: object) -> Iterator[None]:
+    """Every capture in the block compiles with these options (fakify_first_call)."""
+    unknown = set(options) - {"fakify_first_call"}
+    if unknown:
+        raise ValueError(f"unknown capture options {sorted(unknown)}")
+    token = _OPTIONS.set(options)
+    try:
+        yield
+    finally:
+        _OPTIONS.reset(token)
+
+
 def capture(
     fn: Callable[..., Any],
     args: tuple[Any, ...],
@@ -68,9 +89,13 @@ def capture(
     frontend: str,
     dynamic: bool,
     mode: str | None,
+    fakify_first_call: bool = False,
 ) -> Capture:
     """Compile `fn` once on copies of `args` and record the wrapper stack."""
     _check_options(backend, frontend, mode)
+    fakify_first_call = fakify_first_call or bool((_OPTIONS.get() or {}).get("fakify_first_call"))
+    if fakify_first_call and frontend != "dynamo":
+        raise ValueError("fakify_first_call needs frontend='dynamo'")
     is_module = isinstance(fn, torch.nn.Module)
     arg_names = bind_names(fn, is_module)
     if len(args) != len(arg_names):
@@ -80,6 +105,7 @@ def capture(
     grad_enabled = torch.is_grad_enabled()
     hooks_before = hook_snapshot(fn)
     rec = Recorder()
+    rec.fakify_first_call = fakify_first_call
     compiled, inputs, out_expr = _compile_recording(
         fn, copies, rec, backend, frontend, dynamic, arg_names
     )
@@ -107,6 +133,7 @@ def capture(
         output_expr=out_expr,
         hooks=hooks,
         module_call=rec.module_call,
+        fake_first_outputs=rec.fake_first_outputs,
         arg_names=arg_names,
         is_module=is_module,
         wrappers=rec.wrappers,

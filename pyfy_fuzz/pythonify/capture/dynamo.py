@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import unittest.mock
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -140,6 +141,7 @@ def capture_dynamo(
         records, placeholder_fakes = _graph_inputs(gm)
         graph_inputs.extend(records)
         fakes.extend(placeholder_fakes)
+        ctx = _fakify(True) if rec.fakify_first_call else None
         if backend == "aot_eager":
             inner = aot_eager(
                 gm,
@@ -151,6 +153,23 @@ def capture_dynamo(
             from torch._inductor.compile_fx import compile_fx
 
             inner = compile_fx(gm, example_inputs, inner_compile=rec.inductor_inner)  # type: ignore[assignment]
+        if ctx is not None:  # Note [The fakified first call]
+            _fakify(False)
+            mode = ctx.fake_mode  # the compile's, as DDPOptimizer's: real inputs made fake
+            with mode, unittest.mock.patch.object(mode, "allow_non_fake_inputs", True):
+                fake_args = [
+                    torch._dynamo.utils.to_fake_tensor(a, mode)
+                    if isinstance(a, torch.Tensor)
+                    else a
+                    for a in example_inputs
+                ]
+                out = inner(*fake_args)
+            rec.fake_first_outputs = [
+                (tuple(o.shape), tuple(o.stride()), str(o.dtype))
+                if isinstance(o, torch.Tensor)
+                else None
+                for o in (out if isinstance(out, list | tuple) else [out])
+            ]
 
         def run(*a: Any) -> Any:
             out = inner(*a)
@@ -194,6 +213,28 @@ def capture_dynamo(
 # inputs are looked for, on the frame's own arguments and return value, which a forward hook
 # sees (registered first, and disabled for Dynamo, so it never becomes a frame of its own).
 # A torch.nn module (or `wrap_top_frame`) is traced whole, hooks inlined: nothing runs around.
+
+
+# Note [The fakified first call]
+# FakifiedOutWrapper acts only where the compile runs under a TracingContext whose
+# `fakify_first_call` is set: then the first call after the compile returns fake outputs with
+# the compiled graph's strides. Only DDPOptimizer sets it, and it spends that first call itself,
+# under fake mode, right after compiling each bucket's graph. `fakify_first_call=True` makes
+# the recording backend do exactly that, so the wrapper is built and recorded, torch's fake
+# outputs are kept (`Recorder.fake_first_outputs`) and later calls are real ones -- which is
+# why the file's wrapper starts disarmed. (DDP itself splits the program into one graph per
+# bucket, which the file does not model yet.)
+
+
+def _fakify(on: bool) -> Any:
+    """Set the compile's TracingContext.fakify_first_call; the context."""
+    ctx = torch._guards.TracingContext.try_get()
+    if ctx is None or not hasattr(ctx, "fakify_first_call"):
+        raise PythonifyUnsupported(
+            "fakify_first_call on this torch", "TracingContext has no fakify_first_call"
+        )
+    ctx.fakify_first_call = on
+    return ctx
 
 
 def _call_runs_outside(compiled: Any, m: torch.nn.Module) -> bool:

@@ -51,6 +51,10 @@ class Recorder:
         self.frame_args: tuple[Any, ...] | None = None
         # The module's own __call__ runs around the compiled forward (ditto).
         self.module_call = False
+        # Compile as DDPOptimizer does (Note [The fakified first call] in dynamo.py), and the
+        # fake outputs torch's first call returned: (shape, stride, dtype) each.
+        self.fakify_first_call = False
+        self.fake_first_outputs: list[tuple[tuple[int, ...], tuple[int, ...], str] | None] = []
         # roles Inductor compiled to no code (Note [Inductor graphs without ops]).
         self.fx_from_inductor: set[str] = set()
 

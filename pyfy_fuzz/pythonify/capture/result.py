@@ -105,6 +105,10 @@ class Capture:
     # A module whose own __call__ (its hooks) runs around the compiled forward (Note [The
     # forward frame of a module] in dynamo.py).
     module_call: bool = False
+    # With fakify_first_call: torch's fake first outputs (Note [The fakified first call]).
+    fake_first_outputs: list[tuple[tuple[int, ...], tuple[int, ...], str] | None] = field(
+        default_factory=list
+    )
     # torch wrapper name -> its recorded node (None: the wrapper returned the function as is)
     wrappers: dict[str, IRNode | None] = field(default_factory=dict)
     graphs: dict[str, CompiledGraph] = field(default_factory=dict)

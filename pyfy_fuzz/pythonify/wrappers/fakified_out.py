@@ -2,8 +2,11 @@
 
 When the first call after compile happens under fake tensors (DDPOptimizer's
 fakify_first_call), torch returns fake outputs whose strides are those the compiled graph
-produces, not those eager would. That call happened during capture, so the file's wrapper starts
-disarmed; setting `_fakified_state["pending"]` re-arms it.
+produces, not those eager would. That call happened during capture (Note [The fakified first
+call] in capture/dynamo.py: the capture spends it as DDPOptimizer does), so the file's wrapper
+starts disarmed; setting `_fakified_state["pending"]` re-arms it, and the next call returns meta
+tensors of exactly the fake outputs' geometry (checked against torch's:
+`test_fakified_first_call`).
 """
 
 from __future__ import annotations
