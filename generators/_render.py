@@ -411,6 +411,8 @@ def stmt_lines(stmt: Stmt) -> list[str]:
         line = f"{a[0]}.{op}({', '.join(a[1:])})"
     elif op == "set_grad_enabled":
         line = f"torch.set_grad_enabled({a[0]})"
+    elif op == "graph_break":
+        line = "torch._dynamo.graph_break()"
     elif op == "aten_print":
         line = 'torch.ops.aten._print("pyfy-fuzz effect")'
     elif op == "print_hop":

@@ -380,12 +380,14 @@ def stmt_grad_mode(b: Builder) -> bool:
 
 
 def stmt_effect(b: Builder) -> bool:
-    kind = b.pick(("aten_print", "print_hop", "effect_op"))
+    """A side effect: aten._print, the print HOP, an ordered effectful custom op, or a graph
+    break (Dynamo runs it in Python between two graphs; Note [Regions] in pythonify)."""
+    kind = b.pick(("aten_print", "print_hop", "effect_op", "graph_break"))
     cands = tensors(b, lambda v: not v.subclass)
-    if kind != "aten_print" and not cands:
+    if kind in ("print_hop", "effect_op") and not cands:
         kind = "aten_print"
     args: tuple[object, ...] = ()
-    if kind != "aten_print":
+    if kind in ("print_hop", "effect_op"):
         args = (b.pick(cands).name,)
     b.body.append(Stmt(kind, args))
     event(f"effect: {kind}")

@@ -26,6 +26,9 @@ ORACLE_WIDTH = 12
 
 
 def register(commands: Commands) -> None:
+    """`pyfy-fuzz run` and its flags.
+
+    Long: one add_argument per flag, in the order --help lists them."""
     p = commands.add_parser(
         "run",
         help="fuzz: generate programs, compare eager / torch.compile / pythonify, save findings",

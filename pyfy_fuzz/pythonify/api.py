@@ -13,9 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import atomic_write
+from . import regions
 from .capture import capture
+from .errors import PythonifyUnsupported
 from .gen_python import generate
 from .graph_render import FxNodeMeta
+from .inputs import clone_preserving_aliasing
 from .ir import PythonifyIR
 from .pipeline import build_ir
 
@@ -41,6 +44,9 @@ class PythonifyResult:
     fake_first_outputs: list[tuple[tuple[int, ...], tuple[int, ...], str] | None] = field(
         default_factory=list
     )
+    # A function split at graph breaks (Note [Regions]): each compiled region's IR, in order.
+    regions: list[PythonifyIR] = field(default_factory=list)
+    source: str = ""  # the file's text
 
 
 def _check_path(path: str | os.PathLike[str]) -> Path:
@@ -79,15 +85,21 @@ def pythonify(
         raise TypeError(f"args must be a tuple of example inputs, got {type(args).__name__}")
     out = _check_path(path)
     t0 = time.perf_counter()
-    cap = capture(
-        fn,
-        args,
-        backend=backend,
-        frontend=frontend,
-        dynamic=dynamic,
-        mode=mode,
-        fakify_first_call=fakify_first_call,
-    )
+    try:
+        cap = capture(
+            fn,
+            args,
+            backend=backend,
+            frontend=frontend,
+            dynamic=dynamic,
+            mode=mode,
+            fakify_first_call=fakify_first_call,
+        )
+    except PythonifyUnsupported as exc:
+        sp = regions.split(fn) if exc.construct == "a graph break" else None
+        if sp is None or frontend != "dynamo" or mode is not None or fakify_first_call:
+            raise
+        return _pythonify_regions(fn, args, out, sp, backend=backend, dynamic=dynamic)
     t1 = time.perf_counter()
     ir = build_ir(cap)
     source = generate(ir)
@@ -102,7 +114,88 @@ def pythonify(
         timings={"capture_s": t1 - t0, "codegen_s": t2 - t1},
         fx_meta=cap.fx_meta,
         fake_first_outputs=cap.fake_first_outputs,
+        source=source,
     )
+
+
+def _pythonify_regions(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    out: Path,
+    sp: regions.Split,
+    *,
+    backend: str,
+    dynamic: bool,
+) -> PythonifyResult:
+    """A function Dynamo splits at graph breaks: each region pythonified alone, on the values
+    the regions before it computed (eager, on copies), and one file running them in order
+    (Note [Regions]). The reference is the regions' own compiled callables, in the same
+    order, with the break statements between."""
+    t0 = time.perf_counter()
+    env = dict(zip(sp.args, clone_preserving_aliasing(args), strict=True))
+    files: list[str | None] = []
+    results: list[PythonifyResult | None] = []
+    fns = []
+    for k, region in enumerate(sp.regions):
+        rfn = regions.region_function(sp, k, fn)
+        fns.append(rfn)
+        rargs = tuple(env[p] for p in region.params)
+        path = out.with_name(f".{out.stem}.region{k}.py")
+        try:
+            r = pythonify(rfn, rargs, path, backend=backend, dynamic=dynamic)
+        except PythonifyUnsupported as exc:
+            if exc.construct not in _NO_GRAPH:
+                raise PythonifyUnsupported(exc.construct, f"in region {k}: {exc}") from exc
+            r = None
+        finally:
+            path.unlink(missing_ok=True)
+        results.append(r)
+        files.append(None if r is None else r.source)
+        if k < len(sp.breaks):  # later regions' examples: what this one computes (eager)
+            got = rfn(*rargs)
+            env.update(zip(region.returns, got or (), strict=True))
+    compiled = [r for r in results if r is not None]
+    if not compiled:
+        raise PythonifyUnsupported("a program without a compiled graph", "no region has one")
+    source = regions.generate(sp, files, f"    regions with a graph: {len(compiled)}")
+    compile(source, str(out), "exec")
+    atomic_write(out, source)
+    reference = _regions_reference(
+        sp, fn, [r.compiled if r else f for r, f in zip(results, fns, strict=True)]
+    )
+    return PythonifyResult(
+        path=out,
+        compiled=reference,
+        active_wrappers=sorted({w for r in compiled for w in r.active_wrappers}),
+        ir=compiled[0].ir,
+        timings={"capture_s": time.perf_counter() - t0, "codegen_s": 0.0},
+        regions=[r.ir for r in compiled],
+        source=source,
+    )
+
+
+# What a region with no tensor work raises: it has no graph, and runs as Python.
+_NO_GRAPH = ("a program without a compiled graph",)
+
+
+def _regions_reference(
+    sp: regions.Split, fn: Callable[..., Any], calls: list[Callable[..., Any]]
+) -> Callable[..., Any]:
+    """The compile the file models: each region's compiled callable (or its Python), the
+    break statements between, run in the function's globals."""
+    breaks = [compile(b, f"<break {k}>", "exec") for k, b in enumerate(sp.breaks)]
+
+    def compiled(*args: Any) -> Any:
+        env = dict(zip(sp.args, args, strict=True))
+        for k, region in enumerate(sp.regions):
+            got = calls[k](*(env[p] for p in region.params))
+            if k == len(breaks):
+                return got
+            env.update(zip(region.returns, got or (), strict=True))
+            exec(breaks[k], fn.__globals__, env)  # noqa: S102 - the user's own statement
+        raise AssertionError("unreachable")
+
+    return compiled
 
 
 _counter = itertools.count()

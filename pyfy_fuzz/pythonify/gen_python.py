@@ -19,10 +19,11 @@ __all__ = [
     "generate",
     "header",
     "helpers",
+    "triple_quoted",
 ]
 
 
-def _triple_quoted(src: str) -> str:
+def triple_quoted(src: str) -> str:
     body = src.replace("\\", "\\\\").replace("'''", "\\'\\'\\'")
     return "'''" + body + "'''"
 
@@ -91,7 +92,7 @@ def _graph_section(g: CompiledGraph) -> str:
         realign = f", realign={list(g.realign_inputs)!r}, writeback={list(g.realign_writeback)!r}"
     return (
         f"# Inductor's output code for the {g.name} graph, embedded verbatim.\n"
-        f"_INDUCTOR_{g.name.upper()}_SOURCE = {_triple_quoted(g.source)}\n\n"
+        f"_INDUCTOR_{g.name.upper()}_SOURCE = {triple_quoted(g.source)}\n\n"
         f"{fn} = _load_inductor_graph(_INDUCTOR_{g.name.upper()}_SOURCE, {g.name!r}{realign})"
     )
 

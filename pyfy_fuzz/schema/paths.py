@@ -62,6 +62,7 @@ ALL_PATHS: tuple[str, ...] = (
     "debug_assert/requires_grad",
     "dedupe/duplicate_args",
     "fakified_out/first_call",
+    "graph/break",
     "graph/dynamic",
     "module/inference",
     "module/parameters",

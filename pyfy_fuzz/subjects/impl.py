@@ -77,7 +77,12 @@ class BundledPythonify:
         r = pythonify(
             fn, args, path, backend=backend, frontend=frontend, dynamic=dynamic, mode=mode
         )
-        return Produced(r.compiled, r.path, wrapper_paths(r.ir), r.fx_meta, dict(r.timings))
+        # A function split at graph breaks: every region's paths (Note [Regions]).
+        irs = r.regions or [r.ir]
+        paths = {p for ir in irs for p in wrapper_paths(ir)} | (
+            {"graph/break"} if r.regions else set()
+        )
+        return Produced(r.compiled, r.path, sorted(paths), r.fx_meta, dict(r.timings))
 
 
 class PluginUnavailable(Exception):

@@ -92,10 +92,7 @@ def capture(
     fakify_first_call: bool = False,
 ) -> Capture:
     """Compile `fn` once on copies of `args` and record the wrapper stack."""
-    _check_options(backend, frontend, mode)
-    fakify_first_call = fakify_first_call or bool((_OPTIONS.get() or {}).get("fakify_first_call"))
-    if fakify_first_call and frontend != "dynamo":
-        raise ValueError("fakify_first_call needs frontend='dynamo'")
+    fakify_first_call = _check_options(backend, frontend, mode, fakify_first_call)
     is_module = isinstance(fn, torch.nn.Module)
     arg_names = bind_names(fn, is_module)
     if len(args) != len(arg_names):
@@ -109,14 +106,10 @@ def capture(
     compiled, inputs, out_expr = _compile_recording(
         fn, copies, rec, backend, frontend, dynamic, arg_names
     )
-    hooks = input_hook_replays(
-        fn,
-        arg_names,
-        copies if rec.frame_args is None else rec.frame_args,
-        {id(r.example): r.source for r in inputs},
-        bound_locals(fn, copies, is_module),
-        hooks_before,
-    )
+    frame_args = copies if rec.frame_args is None else rec.frame_args
+    sources = {id(r.example): r.source for r in inputs}
+    bound = bound_locals(fn, copies, is_module)
+    hooks = input_hook_replays(fn, arg_names, frame_args, sources, bound, hooks_before)
     if hooks and frontend != "dynamo":
         raise PythonifyUnsupported("a hook registered on an input under frontend='aot'")
     if "RuntimeWrapper" not in rec.wrappers:
@@ -147,13 +140,19 @@ def capture(
     )
 
 
-def _check_options(backend: str, frontend: str, mode: str | None) -> None:
+def _check_options(backend: str, frontend: str, mode: str | None, fakify: bool) -> bool:
+    """Bad options raise ValueError; whether to fakify the first call (the argument, or the
+    caller's `capture_options`)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if frontend not in FRONTENDS:
         raise ValueError(f"frontend must be one of {FRONTENDS}, got {frontend!r}")
     if mode not in (None, "default", "reduce-overhead"):
         raise ValueError(f"mode must be None, 'default' or 'reduce-overhead', got {mode!r}")
+    fakify = fakify or bool((_OPTIONS.get() or {}).get("fakify_first_call"))
+    if fakify and frontend != "dynamo":
+        raise ValueError("fakify_first_call needs frontend='dynamo'")
+    return fakify
 
 
 def _compile_recording(
