@@ -37,7 +37,7 @@ from generators.source import (
     render,
     stmt_lines,
 )
-from pyfy_fuzz.schema.config import call_context, compile_knobs
+from pyfy_fuzz.schema.config import aot_options, call_context, compile_knobs
 from pyfy_fuzz.schema.spec import ProgramSpec, draws_random
 
 from . import _repro_helpers as H
@@ -459,6 +459,7 @@ class _Repro:
         front-end as the campaign calls it (compile_once.plain_compile)."""
         plan, fn = self.spec.plan, self._fn()
         dynamic = ", dynamic=True" if plan.dynamic else ""
+        keep = aot_options(plan.config)["keep_inference_input_mutations"]
         if plan.frontend != "aot":
             mode = f', mode="{plan.mode}"' if plan.mode else ""
             return [], f'torch.compile({fn}, backend="{self.backend}"{dynamic}{mode})'
@@ -468,7 +469,7 @@ class _Repro:
         self.imports.add("aot_function")
         return [
             "compiled = aot_function(  # the AOT front-end, without Dynamo",
-            f"    {fn}, fw_compiler=nop, bw_compiler=nop, keep_inference_input_mutations=True,",
+            f"    {fn}, fw_compiler=nop, bw_compiler=nop, keep_inference_input_mutations={keep},",
             f"    partition_fn=min_cut_rematerialization_partition{dynamic},",
             ")",
         ], "compiled"
@@ -605,6 +606,7 @@ class _Repro:
         """
         plan, how, fn = self.spec.plan, self.check.fact, self._fn()
         dynamic = ", dynamic=True" if plan.dynamic else ""
+        keep = aot_options(plan.config)["keep_inference_input_mutations"]
         lines = ["graphs = {}  # forward, backward: their call_function nodes, with torch's meta"]
         if plan.frontend == "aot" and self.backend == "inductor":
             self.helpers.append(H.inductor_backend)
@@ -620,7 +622,7 @@ class _Repro:
                 "compiled = aot_function(  # the AOT front-end, keeping the graphs",
                 f'    {fn}, fw_compiler=keep("forward"), bw_compiler=keep("backward"),',
                 "    partition_fn=min_cut_rematerialization_partition,",
-                f"    keep_inference_input_mutations=True{dynamic},",
+                f"    keep_inference_input_mutations={keep}{dynamic},",
                 ")",
                 "observe(compiled)  # compiles the forward, and the backward it runs",
             ]

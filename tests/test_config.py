@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 import torch
 import torch._functorch.config as fconfig
+from hypothesis import HealthCheck, find, settings
 
 from generators import ProgramSpec, programs, spec_from_dict
 from generators._spec import CallPlan, SpecError
@@ -40,7 +41,7 @@ def _under(s: ProgramSpec, *names: str) -> ProgramSpec:
 def test_every_compile_knob_is_a_torch_setting_away_from_its_default() -> None:
     for knob in CATALOGUE.values():
         assert knob.reaches
-        if knob.kind in ("call", "capture"):
+        if knob.kind in ("call", "capture", "aot"):
             continue
         for target, value in knob.settings:
             module, entry = target.rsplit(".", 1)
@@ -140,7 +141,17 @@ def test_the_repro_sets_the_configuration() -> None:
 def test_generators_draw_every_knob_and_mostly_the_defaults() -> None:
     specs = draw(programs(), 600, seed=0)
     seen = Counter(n for s in specs for n in s.plan.config)
-    assert set(seen) == set(CATALOGUE), set(CATALOGUE) - set(seen)
+    only_aot = {n for n, k in CATALOGUE.items() if k.frontends == ("aot",)}
+    assert set(seen) | only_aot == set(CATALOGUE), set(CATALOGUE) - set(seen)
+    for name in only_aot:  # the AOT front-end's own knobs: drawn for its family
+        found = find(
+            programs(["dedupe"]),
+            lambda s, name=name: name in s.plan.config,
+            settings=settings(
+                max_examples=2000, database=None, suppress_health_check=list(HealthCheck)
+            ),
+        )
+        assert found.plan.frontend == "aot"
     defaults = sum(1 for s in specs if not s.plan.config)
     assert 0.5 < defaults / len(specs) < 0.95, defaults
     for s in specs:  # every drawn configuration is a valid one, and survives JSON
@@ -191,3 +202,26 @@ def test_the_relation_variant_breaks_a_shared_size_and_the_file_refuses_it() -> 
     assert refused is not None and refused.type_name.endswith("PythonifyGuardError"), refused
     single = replace(s, roots=(RootSpec((4,)), RootSpec((3,))))
     assert not variant_changes(single)  # no size to share: nothing to break
+
+
+def test_dropped_inference_mutations_are_applied_by_the_runtime_wrapper() -> None:
+    """The 'aot' knob drop_inference_mutations: aot_function without
+    keep_inference_input_mutations, for the capture, the stock AOT reference and repro.py
+    alike; the inference graph returns the mutation and RuntimeWrapper copies it back."""
+    s = spec(
+        [("mul_", ("a0", 2), ()), ("sin", ("a0",), ("v0",))],
+        ["v0"],
+        grad="none",
+        plan=CallPlan(
+            calls=2, backward=False, frontend="aot", config=("drop_inference_mutations",)
+        ),
+    )
+    r = run_case(s, backend="aot_eager")
+    assert r.status == "ok" and not r.findings, (r.unsupported, [f.explanation for f in r.findings])
+    assert "runtime/input_mutation/out_of_graph" in r.wrapper_paths, r.wrapper_paths
+    kept = run_case(replace(s, plan=replace(s.plan, config=())), backend="aot_eager")
+    assert "runtime/input_mutation/out_of_graph" not in kept.wrapper_paths, kept.wrapper_paths
+    found = {"kind": "crash", "oracle": "exceptions", "subject": "torch.compile", "aspect": ""}
+    found["explanation"] = "call 0: raised RuntimeError in call: x"
+    source = render_repro(s, found, backend="aot_eager")
+    assert "keep_inference_input_mutations=False" in source

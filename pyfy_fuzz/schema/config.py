@@ -20,6 +20,8 @@ Three kinds of knob:
   DDPOptimizer does). It changes the file and the compile it is judged on (the capture's own
   callable, Note [Two references]); torch.compile, stock, is untouched, so a torch finding
   never keeps one.
+- "aot": an argument of aot_function (`target` "aot.keep_inference_input_mutations"), for the
+  AOT front-end: the capture, the stock AOT reference and repro.py pass it alike.
 
 Everything here is data, readable without torch: generators draw from it, the runner applies
 it (subjects/stock.py), repro.py writes it into the script, `--config` is checked against it.
@@ -34,13 +36,14 @@ __all__ = [
     "CATALOGUE",
     "ConfigKnob",
     "KnobKind",
+    "aot_options",
     "call_context",
     "capture_options",
     "check_config",
     "compile_knobs",
 ]
 
-KnobKind = Literal["compile", "call", "capture"]
+KnobKind = Literal["compile", "call", "capture", "aot"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class ConfigKnob:
     # compile: "module.entry" -> value; several for one knob that needs them together.
     # call: the one call-site context ("call.no_grad", "call.inference_mode", "call.autocast").
     # capture: "capture.<option of pythonify's capture>" -> value.
+    # aot: "aot.<aot_function argument>" -> value (the AOT front-end's compiles, all of them).
     settings: tuple[tuple[str, object], ...]
     reaches: str  # the wrapper path or behaviour it changes (why it is in the catalogue)
     backends: tuple[str, ...] = ("aot_eager", "inductor")  # where it means anything
@@ -67,8 +71,9 @@ class ConfigKnob:
             raise ValueError(f"call knob {self.name!r} names one call.<context>")
         if self.kind == "compile" and (_is_call(self.settings) or _is_capture(self.settings)):
             raise ValueError(f"compile knob {self.name!r} names a call context or a capture")
-        if self.kind == "capture" and not all(t.startswith("capture.") for t, _ in self.settings):
-            raise ValueError(f"capture knob {self.name!r} names capture.<option> only")
+        for kind in ("capture", "aot"):
+            if self.kind == kind and not all(t.startswith(kind + ".") for t, _ in self.settings):
+                raise ValueError(f"{kind} knob {self.name!r} names {kind}.<option> only")
 
 
 def _is_call(settings: tuple[tuple[str, object], ...]) -> bool:
@@ -76,7 +81,7 @@ def _is_call(settings: tuple[tuple[str, object], ...]) -> bool:
 
 
 def _is_capture(settings: tuple[tuple[str, object], ...]) -> bool:
-    return any(target.startswith("capture.") for target, _ in settings)
+    return any(target.startswith(("capture.", "aot.")) for target, _ in settings)
 
 
 _F = "torch._functorch.config."
@@ -131,6 +136,14 @@ _KNOBS = (
         ((_F + "force_autograd_cache", True), (_F + "bundled_autograd_cache", True)),
         "aot_eager served from AOTAutograd's cache (the warm subject), as precompile does",
         backends=("aot_eager",),
+    ),
+    ConfigKnob(
+        "drop_inference_mutations",
+        "aot",
+        (("aot.keep_inference_input_mutations", False),),
+        "runtime/input_mutation/out_of_graph: an inference graph returns its input mutations "
+        "and RuntimeWrapper applies them (aot_function's keep_inference_input_mutations)",
+        frontends=("aot",),
     ),
     ConfigKnob(
         "ddp_fakify",
@@ -199,6 +212,16 @@ def capture_options(config: tuple[str, ...]) -> dict[str, object]:
         if CATALOGUE[name].kind == "capture"
         for target, value in CATALOGUE[name].settings
     }
+
+
+def aot_options(config: tuple[str, ...]) -> dict[str, object]:
+    """The AOT front-end's aot_function arguments under a configuration (its knobs over the
+    project's defaults): the capture, the stock AOT reference and repro.py all pass these."""
+    out: dict[str, object] = {"keep_inference_input_mutations": True}
+    for name in config:
+        if CATALOGUE[name].kind == "aot":
+            out.update((t.removeprefix("aot."), v) for t, v in CATALOGUE[name].settings)
+    return out
 
 
 def compile_knobs(config: tuple[str, ...], device: str) -> list[ConfigKnob]:

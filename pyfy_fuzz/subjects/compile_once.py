@@ -20,6 +20,7 @@ import torch
 from generators import Program
 from pyfy_fuzz.observe import ExcObs, Target, exception_tail
 from pyfy_fuzz.pythonify import capture_options
+from pyfy_fuzz.schema.config import aot_options
 from pyfy_fuzz.schema.config import capture_options as options_of
 from pyfy_fuzz.schema.spec import CallPlan
 
@@ -58,14 +59,14 @@ def plain_compile(fn: Any, backend: str, plan: CallPlan) -> Any:
         key = str(spec)
         if key not in compiled_by_spec:
             compiled_by_spec[key] = _aot_compile(
-                lambda *ls: fn(*pytree.tree_unflatten(list(ls), spec)), leaves, backend
+                lambda *ls: fn(*pytree.tree_unflatten(list(ls), spec)), leaves, backend, plan
             )
         return compiled_by_spec[key](*leaves)
 
     return flat_call
 
 
-def _aot_compile(flat_fn: Any, leaves: list[Any], backend: str) -> Any:
+def _aot_compile(flat_fn: Any, leaves: list[Any], backend: str, plan: CallPlan) -> Any:
     if backend == "aot_eager":
         from functorch.compile import min_cut_rematerialization_partition, nop
         from torch._functorch.aot_autograd import aot_function
@@ -75,7 +76,9 @@ def _aot_compile(flat_fn: Any, leaves: list[Any], backend: str) -> Any:
             fw_compiler=nop,
             bw_compiler=nop,
             partition_fn=min_cut_rematerialization_partition,
-            keep_inference_input_mutations=True,
+            keep_inference_input_mutations=bool(
+                aot_options(plan.config)["keep_inference_input_mutations"]
+            ),
         )
     if backend == "inductor":
         from torch._inductor.compile_fx import compile_fx
@@ -93,7 +96,10 @@ def compile_once(program: Program, impl: PythonifyImpl, backend: str, path: Path
         # compiled as the stock compile will be, at its first call inside drive: under the
         # plan's saved-tensor hooks and call-site knob (Note [Drawn configurations] in
         # schema/config.py); the inputs are made outside, as drive's are
-        with program.module.compile_site(), capture_options(**options_of(plan.config)):
+        with (
+            program.module.compile_site(),
+            capture_options(**options_of(plan.config), **aot_options(plan.config)),
+        ):
             produced = impl.produce(
                 fn,
                 args,

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from contextvars import ContextVar
 from typing import Any
 
 import torch
@@ -31,6 +30,7 @@ from .aot import capture_aot
 from .dynamo import bind_names, bound_locals, capture_dynamo
 from .exprs import path_expr
 from .hooks import hook_snapshot, input_hook_replays
+from .options import capture_options, option
 from .recorder import Recorder, render_graphs
 from .result import BACKENDS, FRONTENDS, Capture, GraphInputRecord, InputSnapshot, snapshot
 
@@ -60,25 +60,6 @@ CAPTURE_SETTINGS: dict[str, object] = {
 def _settings(module: str) -> dict[str, Any]:
     prefix = module + "."
     return {k[len(prefix) :]: v for k, v in CAPTURE_SETTINGS.items() if k.startswith(prefix)}
-
-
-# Options the caller's context asks of every capture inside it (`capture_options`): a
-# campaign's drawn configuration reaches the capture this way, whatever implementation
-# protocol stands between (Note [Drawn configurations] in pyfy_fuzz/schema/config.py).
-_OPTIONS: ContextVar[dict[str, object] | None] = ContextVar("capture_options", default=None)
-
-
-@contextlib.contextmanager
-def capture_options(**options: object) -> Iterator[None]:
-    """Every capture in the block compiles with these options (fakify_first_call)."""
-    unknown = set(options) - {"fakify_first_call"}
-    if unknown:
-        raise ValueError(f"unknown capture options {sorted(unknown)}")
-    token = _OPTIONS.set(options)
-    try:
-        yield
-    finally:
-        _OPTIONS.reset(token)
 
 
 def capture(
@@ -149,7 +130,7 @@ def _check_options(backend: str, frontend: str, mode: str | None, fakify: bool) 
         raise ValueError(f"frontend must be one of {FRONTENDS}, got {frontend!r}")
     if mode not in (None, "default", "reduce-overhead"):
         raise ValueError(f"mode must be None, 'default' or 'reduce-overhead', got {mode!r}")
-    fakify = fakify or bool((_OPTIONS.get() or {}).get("fakify_first_call"))
+    fakify = fakify or bool(option("fakify_first_call", False))
     if fakify and frontend != "dynamo":
         raise ValueError("fakify_first_call needs frontend='dynamo'")
     return fakify

@@ -15,6 +15,7 @@ import torch.utils._pytree as pytree
 
 from ..errors import PythonifyUnsupported
 from .exprs import path_expr, structure
+from .options import option
 from .recorder import Recorder
 from .result import GraphInputRecord, snapshot
 
@@ -56,7 +57,7 @@ def capture_aot(
             fw_compiler=rec.fx_compiler("forward"),
             bw_compiler=rec.fx_compiler("backward"),
             partition_fn=min_cut_rematerialization_partition,
-            keep_inference_input_mutations=True,
+            keep_inference_input_mutations=bool(option("keep_inference_input_mutations", True)),
             dynamic=dynamic,
         )
     else:
