@@ -375,3 +375,17 @@ def test_fakified_first_call(tmp_path, backend):
         c = run_subject(res.compiled, f, args(), k)
         p = run_subject(mod.call, f, args(), k)
         compare(c, p, f"call {k}: pythonify vs torch.compile", exact=backend == "aot_eager")
+
+
+def test_a_fakified_first_call_torch_fails_is_refused_not_modelled(tmp_path):
+    """Found by the 10-minute campaign (ddp_fakify on a TwoTensor input): torch's
+    FakifiedOutWrapper returns the graph's flattened outputs above the subclass wrapper,
+    so DDPOptimizer's fake call raises 'expected 1 outputs, got 2' in torch itself. That is
+    torch's failure, not a file to write: refused by name, never a pythonify finding."""
+    from pyfy_fuzz.pythonify import PythonifyUnsupported
+
+    def f(x):
+        return x * 2
+
+    with pytest.raises(PythonifyUnsupported, match="fakified first call fails in torch"):
+        pythonify(f, (tt(3),), tmp_path / "p.py", fakify_first_call=True)

@@ -163,7 +163,14 @@ def capture_dynamo(
                     else a
                     for a in example_inputs
                 ]
-                out = inner(*fake_args)
+                try:
+                    out = inner(*fake_args)
+                except Exception as exc:  # torch's own fakified call: not the file's to model
+                    raise PythonifyUnsupported(
+                        "a program whose fakified first call fails in torch (DDPOptimizer's "
+                        "protocol)",
+                        f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                    ) from exc
             rec.fake_first_outputs = [
                 (tuple(o.shape), tuple(o.stride()), str(o.dtype))
                 if isinstance(o, torch.Tensor)
