@@ -1,0 +1,244 @@
+"""pyfy-fuzz program (family effects). Needs only torch: python this_file.py"""
+
+import contextlib
+
+import torch
+
+DEVICE = 'cpu'
+
+def _root(g, shape, dtype, layout, grad, subclass=None, variant=None):
+    """A root tensor: its own storage, the layout asked for, and its grad kind."""
+    if variant in ("shape", "relation"):  # "relation" reaches the first root only (_root_expr)
+        shape = tuple(n + 1 for n in shape)
+    if variant == "dtype" and dtype.is_floating_point:  # float32 <-> float64, halves -> float32
+        dtype = torch.float64 if dtype == torch.float32 else torch.float32
+    n = 1
+    for s in shape:
+        n *= s
+    if layout == "transposed":
+        storage_shape = shape[:-2] + (shape[-1], shape[-2])
+    elif layout == "strided":
+        storage_shape = shape[:-1] + (2 * shape[-1],)
+    elif layout == "expanded":
+        storage_shape = (1,) + shape[1:]
+    elif layout == "offset":
+        storage_shape = (n + 3,)
+    else:
+        storage_shape = shape
+    if dtype.is_floating_point:
+        s = torch.randn(storage_shape, generator=g).to(dtype)
+    elif dtype == torch.bool:
+        s = torch.randint(0, 2, storage_shape, generator=g).bool()
+    else:
+        s = torch.randint(-4, 5, storage_shape, generator=g).to(dtype)
+    s = s.to(DEVICE)  # the storage moves, before autograd and views are layered on it
+    if grad == "nonleaf":
+        s = s.requires_grad_().clone()
+    if layout == "transposed":
+        t = s.transpose(-1, -2)
+    elif layout == "strided":
+        t = s[..., ::2]
+    elif layout == "expanded":
+        t = s.expand(shape)
+    elif layout == "offset":
+        t = s[3:].view(shape)
+    else:
+        t = s
+    if grad != "nonleaf":
+        t = t.detach()
+    if subclass == "two_tensor":
+        t = TwoTensor(t, t * 2)
+    elif subclass == "mirror":
+        t = MirrorTensor(t, "m")
+    if grad == "leaf":
+        t.requires_grad_()
+    return t
+
+
+def _set_shared(root, size, stride, offset):
+    """A tensor over root's storage made with set_: shares memory, has no _base."""
+    t = torch.empty(0, dtype=root.dtype, device=root.device)
+    t.set_(root.untyped_storage(), offset, size, stride)
+    return t
+
+
+def _leaves(fn, args):
+    """Tensors whose .grad a backward fills: leaf arguments requiring grad, then parameters."""
+    found = []
+    params = list(fn.parameters()) if isinstance(fn, torch.nn.Module) else []
+    for t in [*torch.utils._pytree.tree_leaves(args), *params]:
+        if isinstance(t, torch.Tensor) and t.requires_grad and t.is_leaf:
+            if not any(t is f for f in found):
+                found.append(t)
+    return found
+
+
+def drive(call, args, seed=0, module=None):
+    """One call as PLAN says: seed, call, then backward through the outputs requiring grad.
+
+    `module` is the nn.Module whose parameters count as leaves (defaults to `call`). Returns
+    {"out", "grad_enabled_after", "grads", "second"}: grads of the leaves after the first
+    backward (None without one); after the second backward, its grads or the exception it
+    raised. Errors in the call or the first backward propagate; grad mode is restored.
+    """
+    leaves = _leaves(call if module is None else module, args)
+    for leaf in leaves:
+        leaf.grad = None
+    if PLAN["grad_fn_hooks"]:
+        _hook_grad_fns(args)
+    if PLAN["saved_tensor_hooks"]:
+        with torch.autograd.graph.saved_tensors_hooks(_pack, _unpack):
+            return _drive(call, args, seed, leaves)
+    return _drive(call, args, seed, leaves)
+
+
+def _hook_grad_fns(args):
+    """A logging hook and pre-hook on the grad_fn of each non-leaf tensor argument."""
+    for a in torch.utils._pytree.tree_leaves(args):
+        if isinstance(a, torch.Tensor) and a.grad_fn is not None:
+            a.grad_fn.register_prehook(_log_node_pre)
+            a.grad_fn.register_hook(_log_node)
+
+
+def compile_site():
+    """What is active around a call when torch.compile compiles at it: the plan's saved-tensor
+    hooks (drive wraps the call and its backward in them) and the call site. A compile made
+    apart from the drive (pythonify's capture) is made inside this, so it sees what the stock
+    compile sees at its first call."""
+    stack = contextlib.ExitStack()
+    if PLAN["saved_tensor_hooks"]:
+        stack.enter_context(torch.autograd.graph.saved_tensors_hooks(_pack, _unpack))
+    stack.enter_context(call_site())
+    return stack
+
+
+def call_site():
+    """The call-site context the plan's configuration names (CALL_CONTEXT: no_grad,
+    inference_mode or autocast), around the call only: backward runs outside it, as a
+    training step's would."""
+    if CALL_CONTEXT == "no_grad":
+        return torch.no_grad()
+    if CALL_CONTEXT == "inference_mode":
+        return torch.inference_mode()
+    if CALL_CONTEXT == "autocast":
+        return torch.autocast(torch.device(DEVICE).type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def _drive(call, args, seed, leaves):
+    torch.manual_seed(seed)
+    try:
+        with call_site():
+            out = call(*args)
+        result = {"out": out, "grad_enabled_after": torch.is_grad_enabled(), "grads": None, "second": None}
+    finally:
+        torch.set_grad_enabled(True)
+    diff = [o for o in torch.utils._pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
+    if not (PLAN["backward"] and diff):
+        return result
+    g = torch.Generator().manual_seed(1000 + seed)
+    terms = []
+    for o in diff:
+        if PLAN["tangents"] == "ones":
+            t = torch.ones(o.shape, dtype=o.dtype, device=o.device)
+        else:
+            t = torch.randn(o.shape, generator=g).to(o.device, o.dtype)
+        terms.append((o * t).sum())
+    loss = sum(terms)
+    loss.backward(retain_graph=PLAN["second_backward"] == "retain")
+    result["grads"] = [None if leaf.grad is None else leaf.grad.clone() for leaf in leaves]
+    if PLAN["second_backward"]:
+        try:
+            loss.backward()
+            result["second"] = [None if leaf.grad is None else leaf.grad.clone() for leaf in leaves]
+        except RuntimeError as exc:
+            result["second"] = exc
+    return result
+
+
+def _unalias(t):
+    """A copy with the same values and autograd role, sharing nothing."""
+    c = t.detach().clone()
+    return c.requires_grad_() if t.requires_grad else c
+
+
+
+HOOK_LOG = []  # the hooks that ran, in order: pyfy-fuzz compares it between subjects
+
+
+def _double_grad(grad):
+    return grad * 2
+
+
+def _log_grad_a(grad):
+    HOOK_LOG.append(("a", tuple(grad.shape)))
+
+
+def _log_grad_b(grad):
+    HOOK_LOG.append(("b", tuple(grad.shape)))
+
+
+def _log_accumulated(param):
+    HOOK_LOG.append(("accumulated", tuple(param.grad.shape)))
+
+
+def _log_node_pre(grad_outputs):
+    HOOK_LOG.append(("node pre", len(grad_outputs)))
+
+
+def _log_node(grad_inputs, grad_outputs):
+    HOOK_LOG.append(("node", len(grad_inputs), len(grad_outputs)))
+
+
+def _pack(t):
+    return t.clone()  # a real copy, of the same dtype: torch.compile may save a bool mask
+
+
+def _unpack(t):
+    return t
+
+
+def _module_hook(module, grad_input, grad_output):
+    HOOK_LOG.append(("module", len(grad_input), len(grad_output)))
+    return tuple(None if g is None else g * 3 for g in grad_input)
+
+
+def _module_pre_hook(module, grad_output):
+    HOOK_LOG.append(("module pre", len(grad_output)))
+    return None
+
+
+def f(a0, a1):
+    v0 = a1.tanh()
+    a0.zero_()
+    return (v0, None)
+
+
+def make_fn():
+    return f
+
+
+def make_inputs(seed=0, variant=None):
+    """The arguments for one call; `variant` ("shape", "relation", "dtype", "aliasing") changes them."""
+    g = torch.Generator().manual_seed(seed)
+    r0 = _root(g, (4, 0), torch.float32, 'contiguous', 'nonleaf', None, variant)
+    r1 = _root(g, (), torch.float32, 'contiguous', 'leaf', None, (None if variant == "relation" else variant))
+    r2 = _root(g, (), torch.float32, 'contiguous', 'leaf', None, (None if variant == "relation" else variant))
+    a0 = r0
+    a1 = r1
+    args = (a0, a1)
+    if variant == "aliasing":
+        args = tuple(args[0] if i == 1 else a for i, a in enumerate(args))
+    return args
+
+PLAN = {'calls': 2, 'variant': None, 'backward': True, 'tangents': 'randn', 'second_backward': 'no_retain', 'dynamic': False, 'frontend': 'dynamo', 'mode': None, 'saved_tensor_hooks': False, 'grad_fn_hooks': True, 'config': (), 'backend': None}
+CALL_CONTEXT = None
+SPEC = '{"body": [{"args": ["a1"], "ctx": null, "op": "tanh", "outs": ["v0"]}, {"args": ["a0"], "ctx": null, "op": "zero_", "outs": []}], "family": "effects", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}, {"kind": "root", "of": 0, "root": 1, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "v0", "value": 0}, {"items": [], "kind": "none", "ref": "", "value": 0}], "plan": {"backend": null, "backward": true, "calls": 2, "config": [], "dynamic": false, "frontend": "dynamo", "grad_fn_hooks": true, "mode": null, "saved_tensor_hooks": false, "second_backward": "no_retain", "tangents": "randn", "variant": null}, "roots": [{"dtype": "float32", "grad": "nonleaf", "layout": "contiguous", "shape": [4, 0], "subclass": null}, {"dtype": "float32", "grad": "leaf", "layout": "contiguous", "shape": [], "subclass": null}, {"dtype": "float32", "grad": "leaf", "layout": "contiguous", "shape": [], "subclass": null}], "version": 1}'
+
+
+if __name__ == "__main__":
+    fn = make_fn()
+    for seed in range(PLAN["calls"]):
+        result = drive(fn, make_inputs(seed), seed)
+        print(f"call {seed}: out={result['out']!r}")
+        print(f"call {seed}: grads={result['grads']!r}")

@@ -1,0 +1,52 @@
+"""torch.compile (aot_eager): gradients differ from eager (hooks ran [...])
+python repro.py: exit 1 while the bug is present, 0 once fixed."""
+
+import torch
+from torch.utils._pytree import tree_leaves
+
+HOOK_LOG = []
+
+def _log_node_pre(grad_outputs):
+    HOOK_LOG.append(("node pre", len(grad_outputs)))
+
+def _log_node(grad_inputs, grad_outputs):
+    HOOK_LOG.append(("node", len(grad_inputs), len(grad_outputs)))
+
+def take_hook_log():
+    """The hooks that ran since the last call, in order (the program's HOOK_LOG)."""
+    out = list(HOOK_LOG)
+    HOOK_LOG.clear()
+    return out
+
+def f(a0, a1):
+    v0 = a1.tanh()
+    a0.zero_()
+    return v0, None
+
+def make_inputs(seed=0):  # the values pyfy-fuzz drew
+    g = torch.Generator().manual_seed(seed)
+    a0 = torch.randn((4, 0), generator=g).requires_grad_().clone()  # a non-leaf
+    a1 = torch.randn((), generator=g).requires_grad_()
+    return a0, a1
+
+def observe(fn):
+    args = make_inputs()
+    for a in tree_leaves(args):  # as pyfy-fuzz's drive: hooks on each grad_fn
+        if isinstance(a, torch.Tensor) and a.grad_fn is not None:
+            a.grad_fn.register_prehook(_log_node_pre)
+            a.grad_fn.register_hook(_log_node)
+    out = fn(*args)
+    diff = [o for o in tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
+    g = torch.Generator().manual_seed(1000)
+    loss = sum((o * torch.randn(o.shape, generator=g).to(o.dtype)).sum() for o in diff)
+    if diff:
+        loss.backward()
+    return sorted(take_hook_log())
+
+expected = observe(f)
+actual = observe(torch.compile(f, backend="aot_eager"))
+print(f"eager:         {expected}")
+print(f"torch.compile: {actual}")
+if actual != expected:
+    raise SystemExit("BUG: the hooks that ran (any order): torch.compile differs from eager")
+print("same: the bug is fixed")
