@@ -384,7 +384,8 @@ class _Repro:
             pairs = ", ".join(f"({s}, {m})" for s, m in runs)
             head = [f"    for seed, make in ({pairs}):  # the last breaks the compile's guards"]
             seed, indent, make = "seed", "        ", "make(seed)"
-        uses_args = bool(re.search(r"\bargs\b", check.fact)) or spec.plan.grad_fn_hooks
+        marks = "mark_dynamic" in spec.plan.config
+        uses_args = bool(re.search(r"\bargs\b", check.fact)) or spec.plan.grad_fn_hooks or marks
         inner = ["out = fn(*args)" if uses_args else f"out = fn(*{make})"]
         site = self._call_site()
         if site is not None:
@@ -405,6 +406,12 @@ class _Repro:
                 "    if isinstance(a, torch.Tensor) and a.grad_fn is not None:",
                 "        a.grad_fn.register_prehook(_log_node_pre)",
                 "        a.grad_fn.register_hook(_log_node)",
+            ]
+        if marks:
+            body += [
+                "for a in tree_leaves(args):  # the case's mark_dynamic knob, as pyfy-fuzz's drive",
+                "    if isinstance(a, torch.Tensor) and a.dim() and a.shape[0] >= 2:",
+                "        torch._dynamo.maybe_mark_dynamic(a, 0)",
             ]
         if spec.module is not None and spec.module.params and backward and len(runs) > 1:
             body.append("fn.zero_grad()  # fresh .grad per call, as pyfy-fuzz's drive")

@@ -84,12 +84,23 @@ def drive(call, args, seed=0, module=None):
     leaves = _leaves(call if module is None else module, args)
     for leaf in leaves:
         leaf.grad = None
+    mark_inputs(args)
     if PLAN["grad_fn_hooks"]:
         _hook_grad_fns(args)
     if PLAN["saved_tensor_hooks"]:
         with torch.autograd.graph.saved_tensors_hooks(_pack, _unpack):
             return _drive(call, args, seed, leaves)
     return _drive(call, args, seed, leaves)
+
+
+def mark_inputs(args):
+    """The plan's mark_dynamic knob: dim 0 of each tensor argument of size >= 2 is marked
+    dynamic (maybe_mark_dynamic: torch may still specialise it), before every call."""
+    if "mark_dynamic" not in PLAN["config"]:
+        return
+    for a in torch.utils._pytree.tree_leaves(args):
+        if isinstance(a, torch.Tensor) and a.dim() and a.shape[0] >= 2:
+            torch._dynamo.maybe_mark_dynamic(a, 0)
 
 
 def _hook_grad_fns(args):

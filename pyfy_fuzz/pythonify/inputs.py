@@ -20,6 +20,15 @@ __all__ = [
 ]
 
 
+# The attributes torch._dynamo.mark_dynamic / maybe_mark_dynamic / mark_static set on a tensor.
+_DYNAMO_MARKS = (
+    "_dynamo_dynamic_indices",
+    "_dynamo_weak_dynamic_indices",
+    "_dynamo_static_indices",
+    "_dynamo_unbacked_indices",
+)
+
+
 class _Copier:
     def __init__(self) -> None:
         self.by_id: dict[int, torch.Tensor] = {}
@@ -70,6 +79,11 @@ class _Copier:
             new = torch.nn.Parameter(self.raw(t), requires_grad=t.requires_grad)
         else:
             new = self.with_grad(self.raw(t), t)
+        for mark in _DYNAMO_MARKS:  # mark_dynamic and friends: the compile reads them
+            if hasattr(t, mark) and not hasattr(new, mark):
+                setattr(new, mark, set(getattr(t, mark)))
+        if getattr(t, "_has_dynamo_dim_marking", False):
+            new._has_dynamo_dim_marking = True  # type: ignore[attr-defined]
         self.by_id[id(t)] = new
         return new
 

@@ -20,6 +20,8 @@ Three kinds of knob:
   DDPOptimizer does). It changes the file and the compile it is judged on (the capture's own
   callable, Note [Two references]); torch.compile, stock, is untouched, so a torch finding
   never keeps one.
+- "inputs": how the arguments are marked before each call (`maybe_mark_dynamic` of dim 0):
+  the drive marks every subject's, compile_once the capture's, repro.py its own.
 - "aot": an argument of aot_function (`target` "aot.keep_inference_input_mutations"), for the
   AOT front-end: the capture, the stock AOT reference and repro.py pass it alike.
 
@@ -43,7 +45,7 @@ __all__ = [
     "compile_knobs",
 ]
 
-KnobKind = Literal["compile", "call", "capture", "aot"]
+KnobKind = Literal["compile", "call", "capture", "aot", "inputs"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class ConfigKnob:
     # call: the one call-site context ("call.no_grad", "call.inference_mode", "call.autocast").
     # capture: "capture.<option of pythonify's capture>" -> value.
     # aot: "aot.<aot_function argument>" -> value (the AOT front-end's compiles, all of them).
+    # inputs: "inputs.<marking>" -> value: how the arguments are marked before every call.
     settings: tuple[tuple[str, object], ...]
     reaches: str  # the wrapper path or behaviour it changes (why it is in the catalogue)
     backends: tuple[str, ...] = ("aot_eager", "inductor")  # where it means anything
@@ -71,7 +74,7 @@ class ConfigKnob:
             raise ValueError(f"call knob {self.name!r} names one call.<context>")
         if self.kind == "compile" and (_is_call(self.settings) or _is_capture(self.settings)):
             raise ValueError(f"compile knob {self.name!r} names a call context or a capture")
-        for kind in ("capture", "aot"):
+        for kind in ("capture", "aot", "inputs"):
             if self.kind == kind and not all(t.startswith(kind + ".") for t, _ in self.settings):
                 raise ValueError(f"{kind} knob {self.name!r} names {kind}.<option> only")
 
@@ -81,7 +84,7 @@ def _is_call(settings: tuple[tuple[str, object], ...]) -> bool:
 
 
 def _is_capture(settings: tuple[tuple[str, object], ...]) -> bool:
-    return any(target.startswith(("capture.", "aot.")) for target, _ in settings)
+    return any(target.startswith(("capture.", "aot.", "inputs.")) for target, _ in settings)
 
 
 _F = "torch._functorch.config."
@@ -136,6 +139,14 @@ _KNOBS = (
         ((_F + "force_autograd_cache", True), (_F + "bundled_autograd_cache", True)),
         "aot_eager served from AOTAutograd's cache (the warm subject), as precompile does",
         backends=("aot_eager",),
+    ),
+    ConfigKnob(
+        "mark_dynamic",
+        "inputs",
+        (("inputs.maybe_mark_dynamic", 0),),
+        "graph/dynamic without dynamic=True: dim 0 of every argument of size >= 2 marked "
+        "dynamic (torch._dynamo.maybe_mark_dynamic) before each call, as a user marks a batch",
+        frontends=("dynamo",),
     ),
     ConfigKnob(
         "drop_inference_mutations",

@@ -92,6 +92,7 @@ def _aot_compile(flat_fn: Any, leaves: list[Any], backend: str, plan: CallPlan) 
 def compile_once(program: Program, impl: PythonifyImpl, backend: str, path: Path) -> CompileOnce:
     plan = program.plan
     fn, args = program.make_fn(), program.make_inputs(0)
+    program.module.mark_inputs(args)  # the plan's input marking, as drive's calls get it
     try:
         # compiled as the stock compile will be, at its first call inside drive: under the
         # plan's saved-tensor hooks and call-site knob (Note [Drawn configurations] in
