@@ -281,7 +281,7 @@ class _Repro:
         if spec.module is not None and spec.module.full_backward_hook:
             names += ["_module_pre_hook", "_module_hook"]
         if spec.plan.grad_fn_hooks:
-            names += ["_log_node_pre", "_log_node"]
+            names += ["_log_node_pre", "_log_node", "_hook_grad_fns"]
         names = list(dict.fromkeys(names))
         take = "take_hook_log()" in self.check.fact
         lines = ["HOOK_LOG = []", ""] if take or set(names) - {"_double_grad"} else []
@@ -401,12 +401,7 @@ class _Repro:
             inner = [hooks, *(f"    {x}" for x in inner)]
         body = [f"args = {make}"] if uses_args else []
         if spec.plan.grad_fn_hooks:
-            body += [
-                "for a in tree_leaves(args):  # as pyfy-fuzz's drive: hooks on each grad_fn",
-                "    if isinstance(a, torch.Tensor) and a.grad_fn is not None:",
-                "        a.grad_fn.register_prehook(_log_node_pre)",
-                "        a.grad_fn.register_hook(_log_node)",
-            ]
+            body.append("_hook_grad_fns(args)  # as pyfy-fuzz's drive")
         if marks:
             body += [
                 "for a in tree_leaves(args):  # the case's mark_dynamic knob, as pyfy-fuzz's drive",

@@ -12,6 +12,13 @@ def _log_node_pre(grad_outputs):
 def _log_node(grad_inputs, grad_outputs):
     HOOK_LOG.append(("node", len(grad_inputs), len(grad_outputs)))
 
+def _hook_grad_fns(args):
+    # a logging hook and pre-hook on the grad_fn of each non-leaf tensor argument
+    for a in torch.utils._pytree.tree_leaves(args):
+        if isinstance(a, torch.Tensor) and a.grad_fn is not None:
+            a.grad_fn.register_prehook(_log_node_pre)
+            a.grad_fn.register_hook(_log_node)
+
 def take_hook_log():
     """The hooks that ran since the last call, in order (the program's HOOK_LOG)."""
     out = list(HOOK_LOG)
@@ -31,10 +38,7 @@ def make_inputs(seed=0):  # the values pyfy-fuzz drew
 
 def observe(fn):
     args = make_inputs()
-    for a in tree_leaves(args):  # as pyfy-fuzz's drive: hooks on each grad_fn
-        if isinstance(a, torch.Tensor) and a.grad_fn is not None:
-            a.grad_fn.register_prehook(_log_node_pre)
-            a.grad_fn.register_hook(_log_node)
+    _hook_grad_fns(args)  # as pyfy-fuzz's drive
     out = fn(*args)
     diff = [o for o in tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
     g = torch.Generator().manual_seed(1000)

@@ -103,14 +103,6 @@ def mark_inputs(args):
             torch._dynamo.maybe_mark_dynamic(a, 0)
 
 
-def _hook_grad_fns(args):
-    """A logging hook and pre-hook on the grad_fn of each non-leaf tensor argument."""
-    for a in torch.utils._pytree.tree_leaves(args):
-        if isinstance(a, torch.Tensor) and a.grad_fn is not None:
-            a.grad_fn.register_prehook(_log_node_pre)
-            a.grad_fn.register_hook(_log_node)
-
-
 def compile_site():
     """What is active around a call when torch.compile compiles at it: the plan's saved-tensor
     hooks (drive wraps the call and its backward in them) and the call site. A compile made
@@ -199,6 +191,14 @@ def _log_node_pre(grad_outputs):
 
 def _log_node(grad_inputs, grad_outputs):
     HOOK_LOG.append(("node", len(grad_inputs), len(grad_outputs)))
+
+
+def _hook_grad_fns(args):
+    # a logging hook and pre-hook on the grad_fn of each non-leaf tensor argument
+    for a in torch.utils._pytree.tree_leaves(args):
+        if isinstance(a, torch.Tensor) and a.grad_fn is not None:
+            a.grad_fn.register_prehook(_log_node_pre)
+            a.grad_fn.register_hook(_log_node)
 
 
 def _pack(t):

@@ -20,6 +20,7 @@ from .gen_python import generate
 from .graph_render import FxNodeMeta
 from .inputs import clone_preserving_aliasing
 from .ir import PythonifyIR
+from .meta import FakeOutput
 from .pipeline import build_ir
 
 __all__ = [
@@ -41,9 +42,7 @@ class PythonifyResult:
     # torch's node metadata per compiled graph (seq_nr etc.), for the seq_nr oracle.
     fx_meta: dict[str, tuple[FxNodeMeta, ...]] = field(default_factory=dict)
     # With fakify_first_call: torch's fake first outputs, (shape, stride, dtype) each.
-    fake_first_outputs: list[tuple[tuple[int, ...], tuple[int, ...], str] | None] = field(
-        default_factory=list
-    )
+    fake_first_outputs: list[FakeOutput] = field(default_factory=list)
     # A function split at graph breaks (Note [Regions]): each compiled region's IR, in order.
     regions: list[PythonifyIR] = field(default_factory=list)
     source: str = ""  # the file's text
@@ -96,8 +95,9 @@ def pythonify(
             fakify_first_call=fakify_first_call,
         )
     except PythonifyUnsupported as exc:
-        sp = regions.split(fn) if exc.construct == "a graph break" else None
-        if sp is None or frontend != "dynamo" or mode is not None or fakify_first_call:
+        plain = frontend == "dynamo" and mode is None and not fakify_first_call
+        sp = regions.split(fn) if plain and exc.construct == "a graph break" else None
+        if sp is None:
             raise
         return _pythonify_regions(fn, args, out, sp, backend=backend, dynamic=dynamic)
     t1 = time.perf_counter()

@@ -24,6 +24,7 @@ __all__ = [
     "CompiledGraph",
     "EmitContext",
     "FakeOutMeta",
+    "FakeOutput",
     "HOOK_METHODS",
     "HookReplay",
     "IRNode",
@@ -39,6 +40,10 @@ __all__ = [
     "ViewOp",
 ]
 
+
+# One of torch's fake first outputs (Note [The fakified first call]): shape, stride, dtype;
+# None where the output is not a tensor.
+FakeOutput = tuple[tuple[int, ...], tuple[int, ...], str] | None
 
 # The tensor attribute holding each kind of hook -> the method that registers one.
 HOOK_METHODS = {

@@ -130,7 +130,7 @@ def _check_options(backend: str, frontend: str, mode: str | None, fakify: bool) 
         raise ValueError(f"frontend must be one of {FRONTENDS}, got {frontend!r}")
     if mode not in (None, "default", "reduce-overhead"):
         raise ValueError(f"mode must be None, 'default' or 'reduce-overhead', got {mode!r}")
-    fakify = fakify or bool(option("fakify_first_call", False))
+    fakify = fakify or bool(option("fakify_first_call"))
     if fakify and frontend != "dynamo":
         raise ValueError("fakify_first_call needs frontend='dynamo'")
     return fakify

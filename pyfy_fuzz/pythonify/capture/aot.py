@@ -57,7 +57,7 @@ def capture_aot(
             fw_compiler=rec.fx_compiler("forward"),
             bw_compiler=rec.fx_compiler("backward"),
             partition_fn=min_cut_rematerialization_partition,
-            keep_inference_input_mutations=bool(option("keep_inference_input_mutations", True)),
+            keep_inference_input_mutations=bool(option("keep_inference_input_mutations")),
             dynamic=dynamic,
         )
     else:

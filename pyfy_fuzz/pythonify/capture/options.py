@@ -35,6 +35,6 @@ def capture_options(**options: object) -> Iterator[None]:
         _SET.reset(token)
 
 
-def option(name: str, default: object) -> object:
-    """The caller's value of `name`, or `default`."""
-    return (_SET.get() or {}).get(name, default)
+def option(name: str) -> object:
+    """The caller's value of `name`, or its default (OPTIONS)."""
+    return (_SET.get() or {}).get(name, OPTIONS[name])

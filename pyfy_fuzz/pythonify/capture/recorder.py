@@ -21,7 +21,7 @@ from .. import _compat as C
 from .. import wrappers as W
 from ..errors import PythonifyUnsupported
 from ..graph_render import FxNodeMeta, RenderContext, fx_node_meta, render_fx, seq_nr_table
-from ..meta import CompiledGraph, IRNode
+from ..meta import CompiledGraph, FakeOutput, IRNode
 from ..wrappers import (
     autograd,
     synthetic_base,
@@ -54,7 +54,7 @@ class Recorder:
         # Compile as DDPOptimizer does (Note [The fakified first call] in dynamo.py), and the
         # fake outputs torch's first call returned: (shape, stride, dtype) each.
         self.fakify_first_call = False
-        self.fake_first_outputs: list[tuple[tuple[int, ...], tuple[int, ...], str] | None] = []
+        self.fake_first_outputs: list[FakeOutput] = []
         # roles Inductor compiled to no code (Note [Inductor graphs without ops]).
         self.fx_from_inductor: set[str] = set()
 

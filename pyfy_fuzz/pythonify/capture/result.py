@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from ..graph_render import FxNodeMeta, RenderContext
-from ..meta import CompiledGraph, HookReplay, IRNode
+from ..meta import CompiledGraph, FakeOutput, HookReplay, IRNode
 
 __all__ = [
     "BACKENDS",
@@ -106,9 +106,7 @@ class Capture:
     # forward frame of a module] in dynamo.py).
     module_call: bool = False
     # With fakify_first_call: torch's fake first outputs (Note [The fakified first call]).
-    fake_first_outputs: list[tuple[tuple[int, ...], tuple[int, ...], str] | None] = field(
-        default_factory=list
-    )
+    fake_first_outputs: list[FakeOutput] = field(default_factory=list)
     # torch wrapper name -> its recorded node (None: the wrapper returned the function as is)
     wrappers: dict[str, IRNode | None] = field(default_factory=dict)
     graphs: dict[str, CompiledGraph] = field(default_factory=dict)
