@@ -11,7 +11,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import aliasing, autograd, cudagraph, exceptions, grads, guards, mutation, outputs, seq_nr
+from . import (
+    aliasing,
+    autograd,
+    cudagraph,
+    exceptions,
+    grads,
+    guards,
+    mutation,
+    outputs,
+    seq_nr,
+    versions,
+)
 from .by_design import BY_DESIGN, ByDesign, recording
 from .consequences import fold
 from .evidence import Evidence
@@ -19,14 +30,34 @@ from .finding import KINDS, Finding
 
 ORACLES = {
     m.NAME: m.check
-    for m in (exceptions, outputs, mutation, aliasing, autograd, grads, seq_nr, cudagraph, guards)
+    for m in (
+        exceptions,
+        outputs,
+        mutation,
+        versions,
+        aliasing,
+        autograd,
+        grads,
+        seq_nr,
+        cudagraph,
+        guards,
+    )
 }
 
 
 # Oracles whose pythonify check compares the file with torch.compile's *outputs*, so that
 # "the file agrees with eager" can be asked by comparing it with eager instead. seq_nr compares
 # the file's tables with torch's graphs and guards attribute on their own (_agrees_with_compile).
-_ATTRIBUTABLE = ("exceptions", "outputs", "mutation", "aliasing", "autograd", "grads", "cudagraph")
+_ATTRIBUTABLE = (
+    "exceptions",
+    "outputs",
+    "mutation",
+    "versions",
+    "aliasing",
+    "autograd",
+    "grads",
+    "cudagraph",
+)
 
 
 def check_all(evidence: Evidence) -> list[Finding]:

@@ -59,9 +59,10 @@ BY_DESIGN: tuple[ByDesign, ...] = (
         "version-counter-amount",
         "mutation",
         "an input mutated in place has a different _version after the call",
-        "compiled input mutations are applied as one copy_ (or several) in the epilogue; "
-        "only whether autograd sees a saved tensor as modified matters, and the version probe "
-        "checks exactly that. _version is never recorded.",
+        "compiled input mutations are applied as one copy_ (or several) in the epilogue, or "
+        "in the graph followed by one increment_version; only whether autograd sees a saved "
+        "tensor as modified matters. Whether each input's counter moved is compared "
+        "(oracles/versions.py, Note [Version counters]); by how much never is.",
     ),
     ByDesign(
         "partitioner-saved-tensors",

@@ -5,7 +5,7 @@ Note [Consequences]
 Each oracle looks at one property, so one bug that changes a tensor shows up under every
 oracle that looks at that tensor. Saved apart, the views of one bug become entries of their
 own (issue 14 counted 1.43 entries per torch root cause), and which one a campaign saves first
-depends on the program. Two such pairs are folded here, within one case and one subject:
+depends on the program. Three such pairs are folded here, within one case and one subject:
 
 - *A returned argument is reported as the argument.* When the program returns an argument
   (eager's output *is* that input object) and the mutation oracle says the argument differs
@@ -21,6 +21,12 @@ depends on the program. Two such pairs are folded here, within one case and one 
   (a leaf became a graph node, or an output stopped requiring grad), different gradients
   follow necessarily: a gradient flows where eager had none, or none where eager had one.
   The grads finding folds into that autograd finding.
+- *A lost or extra write moves the version counter with it.* When the mutation oracle says an
+  argument (or its `_base`: they share one counter) differs after a call, the versions
+  oracle saying that argument's counter moved differently in that call reports the same
+  write, and the saved probe (a fresh call: backward through tensors saved before it ran
+  where eager's raised, or the reverse) follows from it. The versions finding folds into the
+  mutation finding when every one of its lines is such an echo.
 
 A folded finding keeps every line of both (the explanation lists the consequence's lines
 under the cause's), and its severity is the worst of the two (`identity.severity_of` reads
@@ -48,6 +54,9 @@ _OUTPUT_LINE = re.compile(r"^call (\d+): output (\d+): ")
 _INPUT_LINE = re.compile(r"^call (\d+): input (\w+) after the call: ")
 _AUTOGRAD_LINE = re.compile(r"^call \d+: output \d+\.(is_leaf|requires_grad) ")
 _VALUES = ": values differ"
+_VERSION_LINE = re.compile(r"^call (\d+): input (\w+)(?:\._base)?: version counter ")
+_ANY_INPUT_LINE = re.compile(r"^call (\d+): input ([\w.]+) after the call: ")
+_SAVED_LINE = "backward through tensors saved before the call"
 
 
 def _lines(f: Finding) -> list[str]:
@@ -89,6 +98,25 @@ def _echoes_mutation(ev: Evidence, subject: str, outputs: Finding, mutation: Fin
     return bool(lines)
 
 
+def _echoes_write(versions: Finding, mutation: Finding) -> bool:
+    """Every line of `versions` is about an argument whose value `mutation` says differs
+    after the same call (a view argument and its `_base` are one counter), or is the saved
+    probe's, in a case where an argument differs."""
+    differing = {
+        (int(m[1]), m[2].split(".")[0])
+        for ln in _lines(mutation)
+        if (m := _ANY_INPUT_LINE.match(ln))
+    }
+    lines = _lines(versions)
+    for ln in lines:
+        if ln.startswith(_SAVED_LINE) and differing:
+            continue
+        m = _VERSION_LINE.match(ln)
+        if m is None or (int(m[1]), m[2]) not in differing:
+            return False
+    return bool(lines)
+
+
 def fold(ev: Evidence, found: list[Finding]) -> list[Finding]:
     """`found` with each consequence folded into its cause (Note [Consequences]); the order
     of the rest is kept."""
@@ -105,6 +133,10 @@ def fold(ev: Evidence, found: list[Finding]) -> list[Finding]:
         if outputs and mutation and _echoes_mutation(ev, subject, outputs, mutation):
             out[out.index(mutation)] = _folded(mutation, outputs)
             out.remove(outputs)
+        versions, mutation = of("versions"), of("mutation")
+        if versions and mutation and _echoes_write(versions, mutation):
+            out[out.index(mutation)] = _folded(mutation, versions)
+            out.remove(versions)
         autograd, grads = of("autograd"), of("grads")
         if autograd and grads and any(_AUTOGRAD_LINE.match(ln) for ln in _lines(autograd)):
             out[out.index(autograd)] = _folded(autograd, grads)

@@ -102,7 +102,7 @@ def _probe_call(obs: SubjectObs) -> list[ExcObs | None]:
     """Whether each probe's own call (not its backward) raised."""
     return [
         p if isinstance(p, ExcObs) and p.phase == "probe-call" else None
-        for p in (obs.mutation_probe, obs.version_probe)
+        for p in (obs.mutation_probe, obs.version_probe, obs.saved_probe)
     ]
 
 
@@ -113,7 +113,7 @@ def _probe_calls(ref: SubjectObs, got: SubjectObs, refname: str) -> tuple[bool, 
         return None  # probes not run (eager's reproducibility run, the float64 reference)
     if any(c.raised is not None for c in ref.calls):
         return None  # the program raises: the plan's calls judged it, errors may move phase
-    names = ("in-place probe", "version probe")
+    names = ("in-place probe", "version probe", "saved probe")
     for what, r, g in zip(names, _probe_call(ref), _probe_call(got), strict=True):
         if g is not None and g.short_type == "PythonifyGuardError":
             # The probe wrote into the outputs (a returned buffer or argument may now require

@@ -48,6 +48,7 @@ class Check:
     snapshot: tuple[int, int] | None = None  # later: (call, output) kept and re-read
     grad_mode: bool = False  # the fact is the grad mode right after the call
     reference_runs: bool = False  # raises: only the subject raises (a crash where eager runs)
+    before: str = ""  # a line run right before each call (what the fact compares against)
 
 
 _CALL = re.compile(r"^call (\d+): ")
@@ -55,7 +56,9 @@ _VARIANT = re.compile(r"^variant call \((\w+)(, recompiled)?\)( accepted by the 
 # "raised X in call: ...; eager did not", "returned; eager raised X",
 # "BackendCompilerFailed(RuntimeError); eager returned" (the guards oracle's variant call)
 _RAISES = re.compile(r"^(raised |returned|[\w.]+(\(\w+\))?; eager (returned|raised))")
-_PROBE = re.compile(r"^(in-place|version) probe call: ")
+_PROBE = re.compile(r"^(in-place|version|saved) probe call: ")
+# The seed of each probe's fresh call, after the plan's calls (pyfy_fuzz.observe).
+_PROBE_SEED = {"in-place": 0, "write": 0, "version": 1, "saved": 2}
 # The end of a "raised" line whose reference ran: "...; eager did not", "X; eager returned".
 _REFERENCE_RAN = re.compile(r"; (eager|torch\.compile) (did not|returned)$")
 
@@ -91,7 +94,7 @@ def read_check(spec: ProgramSpec, finding: dict[str, Any]) -> Check:
         calls, rest = int(m.group(1)) + 1, line[m.end() :]
     ran = bool(_REFERENCE_RAN.search(rest))
     if m := _PROBE.match(rest):  # the probe's own call raised: once more after the plan's
-        seed = plan.calls + (1 if m.group(1) == "version" else 0)
+        seed = plan.calls + _PROBE_SEED[m.group(1)]
         return Check("raises", "what each side raises", probe_seed=seed, reference_runs=ran)
     if _RAISES.match(rest) or " failed to compile" in rest:
         return Check(
@@ -105,10 +108,18 @@ def read_check(spec: ProgramSpec, finding: dict[str, Any]) -> Check:
     fact = _read_fact(spec, rest)
     if fact is None:  # a difference this module cannot read: every output's values
         return Check("values", f"the outputs ({rest[:60]})", "out", calls, variant)
-    check = Check(fact.compare, fact.label, fact.fact, calls, variant, backward=fact.backward)
+    check = Check(
+        fact.compare,
+        fact.label,
+        fact.fact,
+        calls,
+        variant,
+        backward=fact.backward,
+        before=fact.before,
+    )
     if fact.probe:  # the probes call once more, on fresh inputs, after the plan's calls
-        seed = plan.calls + (1 if fact.probe == "version" else 0)
-        return Check(fact.compare, fact.label, fact.fact, probe_seed=seed)
+        seed = plan.calls + _PROBE_SEED[fact.probe]
+        return Check(fact.compare, fact.label, fact.fact, probe_seed=seed, before=fact.before)
     return replace(check, grad_mode=fact.grad_mode)
 
 
@@ -128,8 +139,9 @@ class _Fact:
     label: str
     fact: str
     backward: str = ""
-    probe: str = ""  # "" | write | version
+    probe: str = ""  # "" | write | version | saved
     grad_mode: bool = False
+    before: str = ""  # Check.before
 
 
 def _read_fact(spec: ProgramSpec, rest: str) -> _Fact | None:
@@ -160,6 +172,13 @@ def _read_fact(spec: ProgramSpec, rest: str) -> _Fact | None:
     if m := re.match(r"writing into output (\d+) changed ", rest):
         fact = f"seen_by_write({_tensor(spec, int(m[1]))}, args, tensors)"
         return _Fact("equal", f"what sees a write into output {m[1]}", fact, probe="write")
+    if re.match(r"input \S+: version counter ", rest):
+        label = "which arguments' version counters the call moved"
+        return _Fact("equal", label, "moved(args, before)", before="before = versions(args)")
+    if rest.startswith("backward through tensors saved before the call"):
+        label = "whether backward refuses tensors saved before the call"
+        fact = "backward_saved(saved)"
+        return _Fact("raises", label, fact, probe="saved", before="saved = save_products(args)")
     if rest.startswith("backward after bumping"):
         label = "whether backward refuses arguments whose version counter moved"
         return _Fact("raises", label, "bumped_backward(out, args)", probe="version")
@@ -194,7 +213,8 @@ def _read_more(spec: ProgramSpec, rest: str) -> _Fact | None:
     if m := re.match(r"grad( after the second backward)? of (\S+): ", rest):
         what = f"grad of {m[2]}" + (" after the second backward" if m[1] else "")
         grad = _tensor_fact(f"{_named(m[2])}.grad", what, rest[m.end() :])
-        return replace(grad, backward="second" if m[1] else "first")
+        retain = "retain_grads(args)" if m[2].startswith("a") else ""
+        return replace(grad, backward="second" if m[1] else "first", before=retain)
     return None
 
 

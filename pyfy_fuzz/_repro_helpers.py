@@ -84,6 +84,52 @@ def bumped_backward(out, args):  # type: ignore[no-untyped-def]
     return None
 
 
+# -- version counters: which arguments a call bumps, and tensors saved before it ---------------
+
+
+def versions(args):  # type: ignore[no-untyped-def]
+    """Each tensor argument's version counter (and its _base's), by name."""
+    found = {}
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor) and not a.is_inference():
+            found[f"a{i}"] = a._version
+            if a._base is not None:
+                found[f"a{i}._base"] = a._base._version
+    return found
+
+
+def moved(args, before):  # type: ignore[no-untyped-def]
+    """The arguments whose version counter moved since `before` (what versions(args) gave)."""
+    now = versions(args)
+    return [n for n in before if now[n] != before[n]]
+
+
+def save_products(args):  # type: ignore[no-untyped-def]
+    """Autograd saves each floating argument: x * w saves x for w's gradient."""
+    products = []
+    for a in args:
+        if type(a) is torch.Tensor and a.is_floating_point() and not a.is_inference():
+            w = torch.ones((), dtype=a.dtype, device=a.device, requires_grad=True)
+            products.append((a * w).sum())
+    return products
+
+
+def backward_saved(products):  # type: ignore[no-untyped-def]
+    """Backward through the products: None, or autograd's error for a saved tensor changed."""
+    try:
+        torch.autograd.backward(products)
+    except Exception as e:
+        return e
+    return None
+
+
+def retain_grads(args):  # type: ignore[no-untyped-def]
+    """Non-leaf arguments requiring grad keep their .grad, as pyfy-fuzz's drive asks."""
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf:
+            a.retain_grad()
+
+
 # -- the warm-cache subject --------------------------------------------------------------------
 
 

@@ -4,10 +4,12 @@ A subject is anything with a `call(*args)` (eager function, torch.compile's call
 pythonified file's `call`). `observe_subject` drives it through the program's call plan with
 the program's own `drive` (same seeds, tangents, backward, hooks for every subject) and records,
 per call: outputs (values, dtype, geometry, subclass inner tensors, autograd facts), every input
-and shared base after the call, how outputs alias inputs and each other, gradients, the second
-backward, the exception and the phase it came from. Then the plan's variant call, and two
-probes on fresh inputs: outputs mutated in place (is the write visible through the inputs, as
-in eager?), inputs' version counters bumped before backward (must backward refuse?).
+and shared base after the call, which of them the call bumped the version counter of, how
+outputs alias inputs and each other, gradients (of non-leaf arguments too: the drive retains
+them), the second backward, the exception and the phase it came from. Then the plan's variant
+call, and three probes on fresh inputs: outputs mutated in place (is the write visible through
+the inputs, as in eager?), inputs' version counters bumped before backward (must backward
+refuse?), arguments saved by autograd before the call (must backward refuse after it?).
 
 Values are detached clones; no live tensor of the run is kept once the observation is built,
 except the last calls' outputs, re-read after all calls to catch a replay that overwrote them.
@@ -41,6 +43,7 @@ __all__ = [
     "observe_call",
     "observe_subject",
     "ProbeObs",
+    "saved_probe",
     "SubjectObs",
     "Target",
     "tensor_obs",
@@ -218,6 +221,11 @@ class CallObs:
     recompile_reasons: tuple[str, ...] = ()
     # The program's HOOK_LOG after the call and its backward: which hooks ran, in order.
     hooks: tuple[str, ...] = ()
+    # The inputs (names of `inputs_after`) whose version counter the call itself moved, read
+    # right before and after the subject's call (before backward); None where the call raised.
+    # Whether it moved is compared, not by how much (Note [Version counters] in
+    # oracles/versions.py).
+    versions_moved: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -231,6 +239,9 @@ class SubjectObs:
     calls: list[CallObs] = field(default_factory=list)
     mutation_probe: list[ProbeObs] | ExcObs | None = None
     version_probe: ExcObs | str | None = None  # exception, "ok", or None (not run)
+    # Backward through products saved by autograd *before* the call, after it: raises where
+    # the call mutated a saved argument ("ok", an exception, or None: not run or nothing saved)
+    saved_probe: ExcObs | str | None = None
     variant: CallObs | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -409,6 +420,24 @@ def _guard_failures_since(before: dict[Any, int]) -> tuple[str, ...]:
     )
 
 
+def _recording(
+    target: Target, named: list[tuple[str, torch.Tensor]], box: dict[str, Any]
+) -> Callable[..., Any]:
+    """The target's call, keeping its output in box["out"] and, in box["moved"], the inputs
+    whose version counter the call itself moved (read right before and after it)."""
+
+    def call(*a: Any) -> Any:
+        before = _versions(named)
+        out = target.call(*a)
+        box["out"] = out
+        box["moved"] = tuple(
+            n for (n, _), b, v in zip(named, before, _versions(named), strict=True) if b != v
+        )
+        return out
+
+    return call
+
+
 def observe_call(
     program: Program, target: Target, seed: int, variant: str | None
 ) -> tuple[CallObs, list[Any]]:
@@ -425,12 +454,7 @@ def observe_call(
     named = named_inputs(args, module)
     leaf_names = _leaf_names(program.module, args, owner, named)
     box: dict[str, Any] = {}
-
-    def call(*a: Any) -> Any:
-        out = target.call(*a)
-        box["out"] = out
-        return out
-
+    call = _recording(target, named, box)
     raised = None
     log = getattr(program.module, "HOOK_LOG", None)
     if isinstance(log, list):
@@ -454,6 +478,7 @@ def observe_call(
         aliasing=_aliasing(tensors, named),
         leaves=tuple(leaf_names),
         hooks=tuple(str(x) for x in log) if isinstance(log, list) else (),
+        versions_moved=box.get("moved"),
     )
     if result is not None:
         second = result["second"]
@@ -468,6 +493,17 @@ def observe_call(
             ),
         )
     return obs, leaves
+
+
+def _versions(named: list[tuple[str, torch.Tensor]]) -> list[int | None]:
+    """Each tensor's version counter (None for an inference tensor, which has none)."""
+    found: list[int | None] = []
+    for _, t in named:
+        try:
+            found.append(int(t._version))
+        except RuntimeError:
+            found.append(None)
+    return found
 
 
 def _bump(x: torch.Tensor) -> None:
@@ -596,6 +632,40 @@ def version_probe(program: Program, target: Target, seed: int) -> ExcObs | str |
     return "ok"
 
 
+def saved_probe(program: Program, target: Target, seed: int) -> ExcObs | str | None:
+    """Autograd saves every floating tensor argument (`x * w`, w a leaf requiring grad: mul
+    saves x for w's gradient) before the call, then the call, then backward through those
+    products alone: it must raise exactly where the call mutated a saved argument (or anything
+    sharing its version counter), as eager does. Unlike the version probe, the saving happens
+    outside the compiled function, so no partitioner choice is involved: strict for every pair."""
+    args = program.make_inputs(seed)
+    products = []
+    with torch.enable_grad():
+        for x in pytree.tree_leaves(args):
+            if (
+                isinstance(x, torch.Tensor)
+                and x.is_floating_point()
+                and not x.is_inference()
+                and not is_traceable_wrapper_subclass(x)
+            ):
+                w = torch.ones((), dtype=x.dtype, device=x.device, requires_grad=True)
+                products.append((x * w).sum())
+    if not products:
+        return None
+    torch.manual_seed(seed)
+    try:
+        target.call(*args)
+    except Exception as exc:
+        return ExcObs.of(exc, "probe-call")
+    finally:
+        torch.set_grad_enabled(True)
+    try:
+        torch.autograd.backward(products)
+    except Exception as exc:
+        return ExcObs.of(exc, "backward")
+    return "ok"
+
+
 def autograd_order(program: Program, target: Target, seed: int) -> list[tuple[str, int]] | None:
     """The backward nodes eager's engine runs, in order, with their sequence numbers.
 
@@ -665,10 +735,12 @@ def observe_subject(program: Program, target: Target, *, probes: bool = True) ->
         )
     mutation: list[ProbeObs] | ExcObs | None = None
     version: ExcObs | str | None = None
+    saved: ExcObs | str | None = None
     if probes:
         mutation = mutation_probe(program, target, plan.calls)
         if plan.backward:
             version = version_probe(program, target, plan.calls + 1)
+            saved = saved_probe(program, target, plan.calls + 2)
     extra = target.extra() if target.extra is not None else {}
     torch.set_grad_enabled(True)
     return SubjectObs(
@@ -676,6 +748,7 @@ def observe_subject(program: Program, target: Target, *, probes: bool = True) ->
         calls=calls,
         mutation_probe=mutation,
         version_probe=version,
+        saved_probe=saved,
         variant=variant,
         extra=extra,
     )

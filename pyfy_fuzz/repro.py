@@ -59,7 +59,22 @@ MAX_LINES = 80  # a repro longer than this is no longer something one pastes int
 FINDING_KEYS = ("kind", "oracle", "subject")
 _DEVICE_RE = re.compile(r"[a-z][a-z0-9_]*(:[0-9]+)?")
 # The helpers whose name in a fact means the script defines them (seen_by_write needs write_into).
-_FACT_HELPERS = (H.write_into, H.seen_by_write, H.base_of, H.sharing, H.bumped_backward)
+_FACT_HELPERS = (
+    H.write_into,
+    H.seen_by_write,
+    H.base_of,
+    H.sharing,
+    H.bumped_backward,
+    H.moved,
+    H.backward_saved,
+    H.retain_grads,
+)
+# A fact helper -> the helpers it needs before it (or its Check.before line calls).
+_NEEDS: dict[Callable[..., Any], tuple[Callable[..., Any], ...]] = {
+    H.seen_by_write: (H.write_into,),
+    H.moved: (H.versions,),
+    H.backward_saved: (H.save_products,),
+}
 
 
 def render_repro(
@@ -385,7 +400,12 @@ class _Repro:
             head = [f"    for seed, make in ({pairs}):  # the last breaks the compile's guards"]
             seed, indent, make = "seed", "        ", "make(seed)"
         marks = "mark_dynamic" in spec.plan.config
-        uses_args = bool(re.search(r"\bargs\b", check.fact)) or spec.plan.grad_fn_hooks or marks
+        uses_args = (
+            bool(re.search(r"\bargs\b", check.fact))
+            or bool(check.before)
+            or spec.plan.grad_fn_hooks
+            or marks
+        )
         inner = ["out = fn(*args)" if uses_args else f"out = fn(*{make})"]
         site = self._call_site()
         if site is not None:
@@ -412,6 +432,8 @@ class _Repro:
             body.append("fn.zero_grad()  # fresh .grad per call, as pyfy-fuzz's drive")
         if draws_random(self.spec):
             body.append(f"torch.manual_seed({seed})")
+        if check.before:
+            body.append(check.before)
         body += inner
         reads_out = [b for b in body if not re.match(r"\s*out = fn\(", b)] + [check.fact]
         if not any(re.search(r"\b(out|tensors)\b", b) for b in reads_out) and not check.snapshot:
@@ -555,9 +577,8 @@ class _Repro:
             ]
         run = "outcome" if check.compare == "raises" and not check.fact else "observe"
         for helper in _FACT_HELPERS:
-            if helper.__name__ + "(" in check.fact:
-                needed: list[Callable[..., Any]] = [helper]
-                needed = [H.write_into, *needed] if helper is H.seen_by_write else needed
+            if helper.__name__ + "(" in check.fact + check.before:
+                needed: list[Callable[..., Any]] = [*_NEEDS.get(helper, ()), helper]
                 self.helpers += [h for h in needed if h not in self.helpers]
         lines = [*setup, f"expected = {run}({ref})", f"actual = {run}({got})"]
         if check.compare == "later":

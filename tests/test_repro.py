@@ -105,6 +105,16 @@ def _undefined_names(paths: list[Path]) -> str:
 
 # -- hand-built programs: every oracle, every definition ----------------------------------------
 
+# An argument mutated in place (a non-leaf: autograd also saves it for the mul), then read.
+MUTATED = ProgramSpec(
+    family="input_mutation",
+    roots=(RootSpec((3,), grad="nonleaf"),),
+    inputs=(InputSpec("root"),),
+    body=(Stmt("mul_", ("a0", 2)), Stmt("mul", ("a0", "a0"), ("v0",))),
+    outputs=(OutSpec("ref", "v0"),),
+    plan=CallPlan(calls=2),
+)
+
 PLAIN = ProgramSpec(
     family="input_mutation",
     roots=(RootSpec((3, 4), grad="leaf"),),
@@ -358,6 +368,23 @@ CASES = [
         HOOKED,
         finding(CD, "grads", TC, "call 0: hooks ran ['a', 'b'] vs ['a']"),
     ),
+    (
+        "versions",
+        MUTATED,
+        finding(CD, "versions", TC, "call 1: input a0: version counter not bumped by the call"),
+    ),
+    (
+        "saved",
+        MUTATED,
+        finding(
+            CD,
+            "versions",
+            TC,
+            "backward through tensors saved before the call: expected backward raised "
+            "RuntimeError, got backward ran",
+        ),
+    ),
+    ("retained-grad", SECOND, finding(CD, "grads", TC, f"call 0: grad of a1: {VALUES}")),
 ]
 # What each hand-built program must (and must not) bring into its repro.
 MUST = {
@@ -403,6 +430,14 @@ MUST = {
     "seq_nr": ["def unmapped(graphs):", "force_non_lazy_backward_lowering = True"],
     "seq_nr-order": ["def order_differences(fn, graphs):"],
     "second-grads": ["donated_buffer = False", "loss.backward(retain_graph=True)"],
+    "versions": ["before = versions(args)", "return moved(args, before)", "def versions("],
+    "saved": [
+        "saved = save_products(args)",
+        "return backward_saved(saved)",
+        "def save_products(",
+        "make_inputs(4)",
+    ],
+    "retained-grad": ["retain_grads(args)", "return args[1].grad", "def retain_grads("],
 }
 MUST_NOT = {
     "function": ["class Fn0("],
@@ -693,6 +728,9 @@ CLEAN = [
     "cudagraph",
     "grad-mode",
     "hooks",
+    "versions",
+    "saved",
+    "retained-grad",
 ]
 
 

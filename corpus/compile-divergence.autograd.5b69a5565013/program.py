@@ -63,11 +63,12 @@ def _set_shared(root, size, stride, offset):
 
 
 def _leaves(fn, args):
-    """Tensors whose .grad a backward fills: leaf arguments requiring grad, then parameters."""
+    """Tensors whose .grad a backward fills: arguments requiring grad (a non-leaf one's grad is
+    retained: drive calls retain_grad), then parameters."""
     found = []
     params = list(fn.parameters()) if isinstance(fn, torch.nn.Module) else []
     for t in [*torch.utils._pytree.tree_leaves(args), *params]:
-        if isinstance(t, torch.Tensor) and t.requires_grad and t.is_leaf:
+        if isinstance(t, torch.Tensor) and t.requires_grad:
             if not any(t is f for f in found):
                 found.append(t)
     return found
@@ -84,6 +85,8 @@ def drive(call, args, seed=0, module=None):
     leaves = _leaves(call if module is None else module, args)
     for leaf in leaves:
         leaf.grad = None
+        if not leaf.is_leaf:
+            leaf.retain_grad()
     mark_inputs(args)
     if PLAN["grad_fn_hooks"]:
         _hook_grad_fns(args)

@@ -147,6 +147,19 @@ MUTANTS: tuple[Mutant, ...] = (
         ),
     ),
     Mutant(
+        "copy_back_skips_version_counter",
+        "RuntimeWrapper",
+        ("input_mutation", "synthetic_base"),
+        "the epilogue writes a mutated input's new value through .data, so the values are "
+        "right but autograd never sees the write (its version counter does not move)",
+        source=(
+            Edit(
+                r"(orig_inputs\[\d+\])(?:\.detach\(\))?\.copy_\((updated_inputs\[\d+\])\)",
+                r"\1.data.copy_(\2)  # selftest: bypasses the version counter",
+            ),
+        ),
+    ),
+    Mutant(
         "metadata_mutation_not_in_place",
         "RuntimeWrapper",
         ("input_mutation", "synthetic_base"),

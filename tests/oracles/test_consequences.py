@@ -19,6 +19,7 @@ from pyfy_fuzz.observe import ExcObs
 from .helpers import edited, evidence, mapped, spec
 
 GRAD = spec([("sin", ("a0",), ("v0",)), ("mul", ("v0", "a0"), ("v1",))], ["v1"])
+_UNBUMPED = ("versions", "input <arg>: version counter not bumped by the call (mutated)")
 
 
 def _losing_the_write(fn: Any) -> Any:
@@ -31,7 +32,7 @@ def test_a_returned_argument_that_differs_is_one_mutation_finding() -> None:
     found = oracles.check_all(evidence(s, compiled_wrap=_losing_the_write))
     assert [f.oracle for f in found] == ["mutation"]
     (f,) = found
-    assert f.consequences == (("outputs", "output N: values differ"),)
+    assert f.consequences == (("outputs", "output N: values differ"), _UNBUMPED)
     assert "(outputs) call 0: output 0: values differ" in f.explanation
     assert f.aspect == "input <arg> after the call: values differ"
 
@@ -41,7 +42,7 @@ def test_an_output_computed_from_an_argument_whose_write_was_lost_is_its_echo() 
     s = spec([("mul_", ("a0", 2), ()), ("sin", ("a0",), ("v0",))], ["v0"], grad="none")
     found = oracles.check_all(evidence(s, compiled_wrap=lambda fn: lambda a0: a0.sin()))
     assert [(f.oracle, f.consequences) for f in found] == [
-        ("mutation", (("outputs", "output N: values differ"),))
+        ("mutation", (("outputs", "output N: values differ"), _UNBUMPED))
     ]
 
 
@@ -56,7 +57,32 @@ def test_an_output_that_differs_otherwise_stays_its_own_finding() -> None:
 
     found = oracles.check_all(evidence(s, compiled_wrap=wrong))
     assert sorted(f.oracle for f in found) == ["mutation", "outputs"]
-    assert all(f.consequences == () for f in found)
+    assert [f.consequences for f in found if f.oracle == "outputs"] == [()]
+
+
+def test_a_lost_write_and_its_missed_version_bump_are_one_finding() -> None:
+    # The write lost: the argument differs (mutation), its counter did not move (versions),
+    # and backward through a tensor saved before the call runs where eager's raised.
+    s = spec([("mul_", ("a0", 2), ()), ("sin", ("a0",), ("v0",))], ["v0"], grad="nonleaf")
+    found = oracles.check_all(evidence(s, compiled_wrap=lambda fn: lambda a0: a0.sin()))
+    (f,) = [f for f in found if f.oracle in ("mutation", "versions")]
+    assert f.oracle == "mutation" and _UNBUMPED in f.consequences
+    assert "(versions) backward through tensors saved before the call" in f.explanation
+
+
+def test_a_missed_version_bump_alone_is_its_own_finding() -> None:
+    # Values right (the write lands through .data), the counter never moves.
+    s = spec([("mul_", ("a0", 2), ()), ("sin", ("a0",), ("v0",))], ["v0"], grad="none")
+
+    def quiet(fn: Any) -> Any:
+        def call(a0: torch.Tensor) -> Any:
+            a0.data.mul_(2)
+            return a0.sin()
+
+        return call
+
+    found = oracles.check_all(evidence(s, compiled_wrap=quiet))
+    assert [(f.oracle, f.aspect) for f in found] == [("versions", _UNBUMPED[1])]
 
 
 def test_gradients_that_follow_an_autograd_difference_fold_into_it() -> None:

@@ -1,0 +1,75 @@
+"""Version counters: which inputs each call bumps, and whether a tensor autograd saved before
+the call is then seen as modified (Note [Version counters]).
+
+- Per call: the inputs whose version counter moved during the subject's call must be the
+  reference's. A mutated input that is not bumped lets a backward that saved it run on the new
+  values without the error eager gives; an untouched input that is bumped makes a later
+  backward refuse where eager's runs.
+- The saved probe (observe.saved_probe): autograd saves every floating argument before a call,
+  backward runs after it; it must raise exactly where the reference's raises.
+"""
+
+from __future__ import annotations
+
+from pyfy_fuzz.observe import CallObs, ExcObs
+
+from ._base import finding, merge, per_call
+from ._calls import PairContext
+from .evidence import Evidence
+from .finding import Finding
+
+__all__ = [
+    "NAME",
+    "check",
+    "diff_versions",
+]
+
+NAME = "versions"
+
+# Note [Version counters]
+# Eager bumps an input's version counter once per in-place op on it (or on any view of it, or
+# on a detach() of it: they share the counter). A compiled function applies an input's
+# mutations as one copy_ in the epilogue, or in the graph followed by
+# torch.autograd.graph.increment_version (RuntimeWrapper's increment_mutation_versions), so
+# the *amount* differs by design (by_design: version-counter-amount) and is never compared.
+# Whether the counter moved is what autograd's saved-tensor check reads (a saved tensor
+# whose version changed refuses to unpack), so that is compared, per call, against the
+# reference: eager for torch.compile, the compile the file models for pythonify. The saved
+# probe checks the consequence directly, with the saving outside the compiled function.
+
+
+def diff_versions(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
+    """Inputs whose counter moved in one subject and not in the other."""
+    if ref.versions_moved is None or got.versions_moved is None:
+        return []
+    r, g = set(ref.versions_moved), set(got.versions_moved)
+    out = [f"input {n}: version counter not bumped by the call (mutated)" for n in sorted(r - g)]
+    out += [f"input {n}: version counter bumped by the call (not mutated)" for n in sorted(g - r)]
+    return out
+
+
+def _text(p: ExcObs | str) -> str:
+    return "backward ran" if p == "ok" else f"backward raised {p.short_type}"  # type: ignore[union-attr]
+
+
+def check(ev: Evidence) -> list[Finding]:
+    out = per_call(ev, NAME, diff_versions)
+    for subject, ref, got, _ in ev.pairs():
+        r, g = ref.saved_probe, got.saved_probe
+        if r is None or g is None:
+            continue
+        if any(isinstance(p, ExcObs) and p.phase == "probe-call" for p in (r, g)):
+            continue  # the probe's call raised: the exceptions oracle compares that
+        if (r == "ok") != (g == "ok"):
+            out.append(
+                finding(
+                    ev,
+                    NAME,
+                    subject,
+                    [
+                        "backward through tensors saved before the call: "
+                        f"expected {_text(r)}, got {_text(g)}"
+                    ],
+                )
+            )
+    return merge(out)

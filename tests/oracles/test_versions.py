@@ -1,0 +1,119 @@
+"""The autograd-state oracles (issue 17): version counters moved per call, the saved probe,
+and gradients of non-leaf arguments through retain_grad. Each plants its bug class in a tiny
+subject wrapped around eager's function and shows the oracle catches it; honest subjects,
+and eager's own mutations under no_grad, give nothing."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+import torch
+
+import oracles
+from generators._spec import ViewStep
+from oracles.versions import diff_versions
+
+from .helpers import evidence, observe, spec
+
+# a0 mutated in place, then read (a non-leaf: the mutation is seen by autograd)
+MUTATED = spec([("mul_", ("a0", 2), ()), ("mul", ("a0", "a0"), ("v0",))], ["v0"], grad="nonleaf")
+# a0 only read
+READ = spec([("sin", ("a0",), ("v0",))], ["v0"], grad="nonleaf")
+
+
+def _quiet_write(fn: Any) -> Any:
+    """The program's write lands through .data: values right, version counter untouched."""
+
+    def call(a0: torch.Tensor) -> Any:
+        a0.data.mul_(2)
+        return a0 * a0
+
+    return call
+
+
+def _versions(found: list[Any]) -> list[Any]:
+    return [f for f in found if f.oracle == "versions"]
+
+
+@pytest.mark.parametrize("s", [MUTATED, READ], ids=["mutated", "read"])
+def test_honest_subjects_agree_on_version_counters(s: Any) -> None:
+    ev = evidence(s, compiled_wrap=lambda fn: fn, pythonified_wrap=lambda fn: fn)
+    assert oracles.check_all(ev) == []
+    assert ev.eager.calls[0].versions_moved == (("a0",) if s is MUTATED else ())
+
+
+def test_a_write_that_skips_the_version_counter_is_found() -> None:
+    found = oracles.check_all(evidence(MUTATED, compiled_wrap=_quiet_write))
+    (f,) = _versions(found)
+    assert f.kind == "compile-divergence"
+    assert "call 0: input a0: version counter not bumped by the call (mutated)" in f.explanation
+    # the saved probe: eager's backward refuses a0 saved before the call, the subject's runs
+    assert (
+        "backward through tensors saved before the call: expected backward raised "
+        "RuntimeError, got backward ran" in f.explanation
+    )
+
+
+def test_a_bump_of_an_untouched_input_is_found() -> None:
+    def bumping(fn: Any) -> Any:
+        def call(a0: torch.Tensor) -> Any:
+            torch.autograd.graph.increment_version(a0)
+            return fn(a0)
+
+        return call
+
+    (f,) = _versions(oracles.check_all(evidence(READ, compiled_wrap=bumping)))
+    assert "input a0: version counter bumped by the call (not mutated)" in f.explanation
+    assert "expected backward ran, got backward raised RuntimeError" in f.explanation
+
+
+def test_pythonify_is_judged_against_torch_compile() -> None:
+    ev = evidence(MUTATED, compiled_wrap=lambda fn: fn, pythonified_wrap=_quiet_write)
+    (f,) = _versions(oracles.check_all(ev))
+    assert (f.kind, f.subject) == ("pythonify-divergence", "pythonify")
+
+
+def test_a_view_and_its_base_share_one_counter() -> None:
+    # a0 is a slice of the root: a write through it moves the root's counter too.
+    s = spec(
+        [("mul_", ("a0", 2), ()), ("sin", ("a0",), ("v0",))],
+        ["v0"],
+        grad="none",
+        views=(ViewStep("slice", (0, 0, 2, 1)),),
+    )
+    _, eager = observe(s, name="eager")
+    assert eager.calls[0].versions_moved == ("a0", "a0._base")
+
+
+def test_mutation_under_no_grad_moves_the_counter_too() -> None:
+    s = spec([("mul_", ("a0", 2), ()), ("sin", ("a0",), ("v0",))], ["v0"], grad="leaf")
+    s = replace(s, body=(replace(s.body[0], ctx="no_grad"), s.body[1]))
+    _, eager = observe(s, name="eager")
+    assert eager.calls[0].versions_moved == ("a0",)
+    assert eager.saved_probe not in (None, "ok")  # a0 saved before, mutated: backward refuses
+
+
+def test_a_raised_call_is_not_compared() -> None:
+    ev = evidence(MUTATED, compiled_wrap=lambda fn: fn)
+    ref, got = ev.eager.calls[0], ev.compiled.calls[0]
+    assert diff_versions(ref, replace(got, versions_moved=None), None) == []  # type: ignore[arg-type]
+
+
+def test_the_gradient_of_a_non_leaf_argument_is_compared() -> None:
+    # Before retain_grad, a non-leaf argument's gradient was never observed: its source leaf
+    # is made inside make_inputs, not passed. A subject that doubles what reaches it is found.
+    s = spec([("sin", ("a0",), ("v0",))], ["v0"], grad="nonleaf")
+
+    def doubling(fn: Any) -> Any:
+        def call(a0: torch.Tensor) -> Any:
+            a0.register_hook(lambda g: g * 2)
+            return fn(a0)
+
+        return call
+
+    ev = evidence(s, compiled_wrap=doubling)
+    assert ev.eager.calls[0].leaves == ("a0",)
+    (f,) = [f for f in oracles.check_all(ev) if f.oracle == "grads"]
+    assert "grad of a0: values differ" in f.explanation
