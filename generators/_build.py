@@ -20,8 +20,8 @@ from ._model import (
     FLOATS,
     Geometry,
     Val,
-    contiguous_strides,
     numel,
+    root_geometry,
     view_geometry,
 )
 from ._spec import (
@@ -162,23 +162,8 @@ class Builder:
         return val
 
     def _root_val(self, r: RootSpec) -> Val:
-        shape, n = r.shape, numel(r.shape)
-        if r.layout == "transposed":
-            base = shape[:-2] + (shape[-1], shape[-2])
-            bs = contiguous_strides(base)
-            geom, storage_numel = Geometry(shape, bs[:-2] + (bs[-1], bs[-2]), 0), n
-        elif r.layout == "strided":
-            base = shape[:-1] + (2 * shape[-1],)
-            bs = contiguous_strides(base)
-            geom, storage_numel = Geometry(shape, bs[:-1] + (2,), 0), numel(base)
-        elif r.layout == "expanded":
-            base = (1,) + shape[1:]
-            bs = contiguous_strides(base)
-            geom, storage_numel = Geometry(shape, (0,) + bs[1:], 0), numel(base)
-        elif r.layout == "offset":
-            geom, storage_numel = Geometry(shape, contiguous_strides(shape), 3), n + 3
-        else:
-            geom, storage_numel = Geometry(shape, contiguous_strides(shape), 0), n
+        shape = r.shape
+        geom, storage_numel = root_geometry(r)
         rg = r.grad != "none"
         return Val(
             name=f"root{len(self.roots) - 1}",

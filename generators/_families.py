@@ -19,7 +19,15 @@ from pyfy_fuzz.schema.config import CATALOGUE
 from ._build import Builder, Profile
 from ._model import Geometry, Val, contiguous_strides, numel, overlap
 from ._render import variant_changes
-from ._spec import CallPlan, ModuleSpec, OutSpec, ProgramSpec, Stmt
+from ._spec import (
+    CALL_RELATIONS,
+    CallPlan,
+    ModuleSpec,
+    OutSpec,
+    ProgramSpec,
+    Stmt,
+    variant_tokens,
+)
 from ._stmts import (
     bind,
     fresh,
@@ -395,6 +403,44 @@ def _config(b: Builder) -> tuple[str, ...]:
     return config
 
 
+# A later call's relationships (Note [Call relationships]), each one draw: one relationship,
+# the four that came first (issue 8's variants) keeping most of their share, aliasing the
+# largest (the guards it tests are the rarest), four times over; then every pair that does
+# not name two ways of changing one thing, once each: a pair for about one call in two. One
+# draw per call: each new draw moved where Hypothesis's shrinking ends for whole families
+# (tests/generators/test_shrinking.py).
+_EXCLUSIVE = (
+    {"shape", "relation"},
+    {"leaf", "nonleaf", "no_requires_grad"},
+    {"no_grad", "inference_mode"},
+    {"aliasing", "overlap"},
+)
+_RELATION_TABLE: tuple[str, ...] = (
+    ("aliasing",) * 3 + ("shape", "dtype", "relation") * 2 + CALL_RELATIONS[4:]
+) * 4 + tuple(
+    f"{a}+{b}"
+    for k, a in enumerate(CALL_RELATIONS)
+    for b in CALL_RELATIONS[k + 1 :]
+    if not any({a, b} <= g for g in _EXCLUSIVE)
+)
+
+
+def _relationship(b: Builder) -> str:
+    """A later call's relationships to call 0: shrinks to "aliasing"."""
+    variant = str(b.pick(_RELATION_TABLE))
+    for t in variant_tokens(variant):
+        event(f"call relationship: {t}")
+    return variant
+
+
+def _sequence(b: Builder) -> tuple[str, ...]:
+    """Calls after the variant call: none for most plans, else one to three."""
+    n = max(0, b.integer(0, 9) - 6)
+    if n:
+        event("plan: a sequence of calls")
+    return tuple(_relationship(b) for _ in range(n))
+
+
 def _plan(b: Builder, variant: str | None, config: tuple[str, ...] = ()) -> CallPlan:
     p = b.profile
     dynamic = p.frontend == "dynamo" and b.chance(6)
@@ -429,8 +475,11 @@ def build(draw: Callable[..., object], family: str, max_ops: int, max_inputs: in
     # The variant call is drawn first: drawn last, after a program's worth of choices,
     # Hypothesis's generation left it at its simplest (None) for all but ~1 in 10 programs,
     # and aliasing variants came in ~1 in 60 (measured); the guard oracles starved.
-    variant = None if not b.chance(3) else b.pick(("aliasing", "shape", "dtype", "relation"))
-    twin = variant == "aliasing" and b.chance(2)  # drawn here too: shrinking keeps it simple
+    variant = None if not b.chance(3) else _relationship(b)
+    # Later calls, each with relationships of its own: drawn only with a variant call, so a
+    # program without one (where shrinking goes) draws nothing more.
+    sequence = _sequence(b) if variant else ()
+    twin = "aliasing" in variant_tokens(variant) and b.chance(2)  # shrinking keeps it simple
     config = _config(b)  # early, for the same reason
     b.backward = not b.chance(5)
     _BUILDERS[family](b)
@@ -445,11 +494,12 @@ def build(draw: Callable[..., object], family: str, max_ops: int, max_inputs: in
         b.outputs += [_draw_out(b) for _ in range(b.integer(1, 2))]
     event(f"family: {family}")
     spec = b.spec(_plan(b, variant, config))
+    # A variant that gives call 0's inputs again tests no guard (and read the file's replay
+    # of torch's own error as guard-unsound): none. Likewise a later call of the sequence.
+    sequence = tuple(v for v in sequence if variant_changes(spec, v))
     if variant is not None and not variant_changes(spec):
-        # A variant that gives the call 0's inputs again tests no guard (and read the file's
-        # replay of torch's own error as guard-unsound): none.
-        spec = replace(spec, plan=replace(spec.plan, variant=None))
-    return spec
+        variant, sequence = (sequence[0], sequence[1:]) if sequence else (None, ())
+    return replace(spec, plan=replace(spec.plan, variant=variant, sequence=sequence))
 
 
 def family_strategy(

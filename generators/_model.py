@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from pyfy_fuzz.schema.spec import numel
+from pyfy_fuzz.schema.spec import RootSpec, numel
 
 FLOATS = ("float32", "float64", "float16", "bfloat16")
 MAX_ELEMENTS_EXACT = 4096  # above this, overlap is assumed rather than computed
@@ -59,6 +59,27 @@ class Geometry:
     def is_contiguous(self) -> bool:
         want = contiguous_strides(self.shape)
         return all(n <= 1 or s == w for n, s, w in zip(self.shape, self.stride, want, strict=True))
+
+
+def root_geometry(r: RootSpec) -> tuple[Geometry, int]:
+    """A root's geometry and its storage's size in elements, as the program's `_root` lays it
+    out (layout: contiguous, transposed, every other element, expanded, offset by 3)."""
+    shape, n = r.shape, numel(r.shape)
+    if r.layout == "transposed":
+        base = shape[:-2] + (shape[-1], shape[-2])
+        bs = contiguous_strides(base)
+        return Geometry(shape, bs[:-2] + (bs[-1], bs[-2]), 0), n
+    if r.layout == "strided":
+        base = shape[:-1] + (2 * shape[-1],)
+        bs = contiguous_strides(base)
+        return Geometry(shape, bs[:-1] + (2,), 0), numel(base)
+    if r.layout == "expanded":
+        base = (1,) + shape[1:]
+        bs = contiguous_strides(base)
+        return Geometry(shape, (0,) + bs[1:], 0), numel(base)
+    if r.layout == "offset":
+        return Geometry(shape, contiguous_strides(shape), 3), n + 3
+    return Geometry(shape, contiguous_strides(shape), 0), n
 
 
 def view_geometry(g: Geometry, shape: tuple[int, ...]) -> Geometry | None:

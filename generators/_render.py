@@ -17,7 +17,10 @@ from dataclasses import asdict
 
 from pyfy_fuzz.schema.config import call_context
 
+from ._model import root_geometry
+from ._relations import relations_source
 from ._spec import (
+    CALL_RELATIONS,
     FunctionSpec,
     InputSpec,
     ModuleSpec,
@@ -25,14 +28,18 @@ from ._spec import (
     ProgramSpec,
     RootSpec,
     Stmt,
+    numel,
+    variant_tokens,
 )
 
 _PRELUDE = '''
-def _root(g, shape, dtype, layout, grad, subclass=None, variant=None):
-    """A root tensor: its own storage, the layout asked for, and its grad kind."""
-    if variant in ("shape", "relation"):  # "relation" reaches the first root only (_root_expr)
+def _root(g, shape, dtype, layout, grad, subclass=None, variant=None, first=True):
+    """A root tensor: its own storage, the layout asked for, and its grad kind; a variant
+    call's root grows ("shape"; "relation": the first root only) or changes dtype."""
+    tokens = variant.split("+") if variant else []
+    if "shape" in tokens or ("relation" in tokens and first):
         shape = tuple(n + 1 for n in shape)
-    if variant == "dtype" and dtype.is_floating_point:  # float32 <-> float64, halves -> float32
+    if "dtype" in tokens and dtype.is_floating_point:  # float32 <-> float64, halves -> float32
         dtype = torch.float64 if dtype == torch.float32 else torch.float32
     n = 1
     for s in shape:
@@ -96,10 +103,11 @@ def _leaves(fn, args):
     return found
 
 
-def drive(call, args, seed=0, module=None):
+def drive(call, args, seed=0, module=None, variant=None):
     """One call as PLAN says: seed, call, then backward through the outputs requiring grad.
 
-    `module` is the nn.Module whose parameters count as leaves (defaults to `call`). Returns
+    `module` is the nn.Module whose parameters count as leaves (defaults to `call`); a variant
+    call's context (no_grad, inference_mode) replaces the call site's. Returns
     {"out", "grad_enabled_after", "grads", "second"}: grads of the leaves after the first
     backward (None without one); after the second backward, its grads or the exception it
     raised. Errors in the call or the first backward propagate; grad mode is restored.
@@ -114,8 +122,8 @@ def drive(call, args, seed=0, module=None):
         _hook_grad_fns(args)
     if PLAN["saved_tensor_hooks"]:
         with torch.autograd.graph.saved_tensors_hooks(_pack, _unpack):
-            return _drive(call, args, seed, leaves)
-    return _drive(call, args, seed, leaves)
+            return _drive(call, args, seed, leaves, variant)
+    return _drive(call, args, seed, leaves, variant)
 
 
 def mark_inputs(args):
@@ -140,23 +148,24 @@ def compile_site():
     return stack
 
 
-def call_site():
-    """The call-site context the plan's configuration names (CALL_CONTEXT: no_grad,
-    inference_mode or autocast), around the call only: backward runs outside it, as a
-    training step's would."""
-    if CALL_CONTEXT == "no_grad":
+def call_site(variant=None):
+    """The call-site context a variant call names, else the plan's configuration's
+    (CALL_CONTEXT: no_grad, inference_mode or autocast), around the call only: backward runs
+    outside it, as a training step's would."""
+    context = variant_context(variant) or CALL_CONTEXT
+    if context == "no_grad":
         return torch.no_grad()
-    if CALL_CONTEXT == "inference_mode":
+    if context == "inference_mode":
         return torch.inference_mode()
-    if CALL_CONTEXT == "autocast":
+    if context == "autocast":
         return torch.autocast(torch.device(DEVICE).type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 
-def _drive(call, args, seed, leaves):
+def _drive(call, args, seed, leaves, variant=None):
     torch.manual_seed(seed)
     try:
-        with call_site():
+        with call_site(variant):
             out = call(*args)
         result = {"out": out, "grad_enabled_after": torch.is_grad_enabled(), "grads": None, "second": None}
     finally:
@@ -538,10 +547,10 @@ def _root_expr(k: int, r: RootSpec) -> str:
     sub = repr(r.subclass)
     # The "relation" variant grows the first root only: sizes it shared with other roots
     # (one symbol under dynamic shapes) now differ.
-    variant = "variant" if k == 0 else '(None if variant == "relation" else variant)'
+    first = "" if k == 0 else ", first=False"
     return (
         f"r{k} = _root(g, {tuple(r.shape)!r}, {DTYPE_BY_NAME[r.dtype]}, {r.layout!r}, {r.grad!r}, "
-        f"{sub}, {variant})"
+        f"{sub}, variant{first})"
     )
 
 
@@ -566,32 +575,90 @@ def _input_expr(i: int, inp: InputSpec) -> str:
 _FLOATS = ("float32", "float64", "float16", "bfloat16")
 
 
-def variant_changes(spec: ProgramSpec) -> bool:
-    """Whether the plan's variant call gets other inputs than call 0 (what `_root` and
-    `make_inputs` below do with it): a shape variant needs a root with a dimension (each
-    grows by one; a 0-d root stays 0-d), a dtype variant a floating root, an aliasing variant
-    an aliased argument or two tensor arguments. A variant that changes nothing tests no
-    guard; it repeats call 0."""
-    variant = spec.plan.variant
+def variant_changes(spec: ProgramSpec, variant: str | None = None) -> bool:
+    """Whether a variant call (the plan's, or `variant`) gets other inputs or another context
+    than call 0 (what `_root`, `make_inputs` and `relate` do with it): some relationship it
+    names applies to the program (Note [Call relationships]). A variant that changes nothing
+    tests no guard; it repeats call 0."""
+    variant = spec.plan.variant if variant is None else variant
+    tokens = variant_tokens(variant)
+    return _builds(spec, tokens) and any(_token_changes(spec, t) for t in tokens)
+
+
+def _builds(spec: ProgramSpec, tokens: tuple[str, ...]) -> bool:
+    """Whether make_inputs can build the call: a grown root keeps its slices, selects and
+    transposes, but a reshape or expand to call 0's sizes no longer fits it (a plan whose
+    later call cannot be built is drawn without that call, never run to fail)."""
+    grown = {i.root for i in spec.inputs if i.kind != "int" and "shape" in tokens}
+    if "relation" in tokens:
+        grown.add(0)
+    return not any(
+        i.kind == "view" and i.root in grown and s.op in ("reshape", "expand")
+        for i in spec.inputs
+        for s in i.views
+    )
+
+
+def _token_changes(spec: ProgramSpec, token: str) -> bool:
+    """Long: one short rule per relationship token, each mirroring what `_root`, make_inputs'
+    aliasing branch or `relate` does with the program's arguments; split, each rule would sit
+    apart from the others it must stay consistent with."""
     tensors = [i for i in spec.inputs if i.kind != "int"]
-    if variant == "dtype":
-        return any(spec.roots[i.root].dtype in _FLOATS for i in tensors if i.kind != "dup")
-    if variant == "aliasing":
+    owned = [i for i in tensors if i.kind != "dup"]
+    plain = [  # arguments `relate` changes: plain tensors (no subclass)
+        i for i in owned if i.kind in ("root", "view") and spec.roots[i.root].subclass is None
+    ]
+    if token == "dtype":
+        return any(spec.roots[i.root].dtype in _FLOATS for i in owned)
+    if token == "aliasing":
         return len(tensors) >= 2 or any(i.kind in ("view", "set_shared") for i in tensors)
-    if variant == "shape":
-        return any(spec.roots[i.root].shape for i in tensors if i.kind != "dup")
-    if variant == "relation":  # the first root grows; another shares one of its sizes
-        used = {i.root for i in tensors if i.kind != "dup"}
+    if token == "shape":  # a root passed itself grows (views and set_ keep their sizes)
+        return any(spec.roots[i.root].shape for i in owned if i.kind == "root")
+    if token == "relation":  # the first root grows; another passed itself shares a size
+        used = {i.root for i in owned if i.kind == "root"}
         first = set(spec.roots[0].shape) if 0 in used else set()
         return any(first & set(spec.roots[k].shape) for k in used if k != 0)
-    return False
+    if token == "overlap":  # two roots passed once each, needing no grad, of one dtype
+        once = [
+            i
+            for i in plain
+            if i.kind == "root"
+            and spec.roots[i.root].grad == "none"
+            and numel(spec.roots[i.root].shape) >= 2
+            and sum(j.kind == "root" and j.root == i.root for j in spec.inputs) == 1
+            and not any(j.kind == "dup" and spec.inputs[j.of] is i for j in spec.inputs)
+        ]
+        dtypes = [spec.roots[i.root].dtype for i in once]
+        return len(dtypes) != len(set(dtypes))
+    if token == "nonleaf":
+        return any(i.kind == "root" and spec.roots[i.root].grad == "leaf" for i in plain)
+    if token in ("leaf", "no_requires_grad"):
+        grads = {"leaf": ("nonleaf",), "no_requires_grad": ("leaf", "nonleaf")}[token]
+        return any(
+            spec.roots[i.root].grad in grads
+            or (i.kind == "view" and spec.roots[i.root].grad != "none")
+            for i in plain
+        )
+    if token == "strided":  # a root passed alone (sharing its memory with no other argument)
+        return any(
+            i.kind == "root"
+            and sum(j.kind != "int" and j.root == i.root for j in owned) == 1
+            and not any(j.kind == "dup" and spec.inputs[j.of] is i for j in spec.inputs)
+            and root_geometry(spec.roots[i.root])[0].is_contiguous()
+            and spec.roots[i.root].shape
+            and spec.roots[i.root].grad != "nonleaf"
+            for i in plain
+        )
+    if token in ("no_grad", "inference_mode"):
+        return call_context(spec.plan.config) != token
+    raise ValueError(f"unknown relationship {token!r}; expected one of {CALL_RELATIONS}")
 
 
 def _make_inputs_source(spec: ProgramSpec) -> str:
     lines = [
         "def make_inputs(seed=0, variant=None):",
-        '    """The arguments for one call; `variant` ("shape", "relation", "dtype", "aliasing")'
-        ' changes them."""',
+        '    """The arguments for one call; a `variant` call\'s relationships to call 0 differ'
+        ' (shape, dtype, aliasing, ...)."""',
         "    g = torch.Generator().manual_seed(seed)",
     ]
     lines += [f"    {_root_expr(k, r)}" for k, r in enumerate(spec.roots)]
@@ -600,7 +667,7 @@ def _make_inputs_source(spec: ProgramSpec) -> str:
     lines.append(f"    args = ({names}{',' if len(spec.inputs) == 1 else ''})")
     aliased = [i for i, inp in enumerate(spec.inputs) if inp.kind in ("view", "dup", "set_shared")]
     tensor_ins = [i for i, inp in enumerate(spec.inputs) if inp.kind != "int"]
-    lines.append('    if variant == "aliasing":')
+    lines.append('    if variant and "aliasing" in variant.split("+"):')
     if aliased:
         lines.append(
             f"        args = tuple(_unalias(a) if i in {tuple(aliased)!r} else a for i, a in enumerate(args))"
@@ -623,7 +690,7 @@ def _make_inputs_source(spec: ProgramSpec) -> str:
         )
     else:
         lines.append("        pass")
-    lines.append("    return args")
+    lines.append("    return relate(args, variant)")
     return "\n".join(lines)
 
 
@@ -716,6 +783,7 @@ def render(spec: ProgramSpec, device: str = "cpu") -> str:
         parts.append("from torch.autograd.function import once_differentiable")
     parts += ["", f"DEVICE = {device!r}"]
     parts.append(_PRELUDE)
+    parts += ["", relations_source(), ""]
     if "mirror" in subclasses:
         parts.append(MIRROR)
     if _uses(spec, "effect_op"):

@@ -9,6 +9,7 @@ program installs.
 
 from __future__ import annotations
 
+from ._relations import RELATE_FUNCTIONS, RELATE_TOKENS, variant_context
 from ._render import (
     DTYPE_BY_NAME,
     HOOK_FUNCTIONS,
@@ -29,6 +30,8 @@ __all__ = [
     "HOOK_FUNCTIONS",
     "HOOKS",
     "MIRROR",
+    "RELATE_FUNCTIONS",
+    "RELATE_TOKENS",
     "function_source",
     "ints_literal",
     "module_init",
@@ -36,5 +39,6 @@ __all__ = [
     "render",
     "stmt_lines",
     "variant_changes",
+    "variant_context",
     "view_expr",
 ]

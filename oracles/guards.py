@@ -1,9 +1,11 @@
-"""Guard soundness: the plan's variant call (other shape, dtype or aliasing) breaks what the
-compile assumed. torch.compile recompiles and must then agree with eager (compile-divergence);
-the pythonified file must raise PythonifyGuardError -- or, where its guards admit the inputs
-(dynamic shapes), agree with eager (with torch.compile's relaxations: eager is the reference
-for inputs the compile never saw) or do exactly what torch.compile's recompile did. Any other
-outcome is guard-unsound: a wrong result or an error other than the guard's.
+"""Guard soundness: the plan's variant call, and each call of its sequence (other shape, dtype,
+aliasing, leafness, strides, grad mode: Note [Call relationships] in pyfy_fuzz/schema/spec.py),
+breaks what the compile assumed. torch.compile recompiles and must then agree with eager
+(compile-divergence); the pythonified file must raise PythonifyGuardError -- or, where its
+guards admit the inputs (dynamic shapes), agree with eager (with torch.compile's relaxations:
+eager is the reference for inputs the compile never saw) or do exactly what torch.compile's
+recompile did. Any other outcome is guard-unsound: a wrong result or an error other than the
+guard's.
 
 Guard parity: where Dynamo's guards rejected the variant inputs (torch.compile compiled a new
 graph for them), the file -- one compiled graph -- must reject them too. A file that accepts
@@ -16,7 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from pyfy_fuzz.observe import CallObs
+from pyfy_fuzz.observe import CallObs, SubjectObs
+from pyfy_fuzz.schema.spec import variant_tokens
 
 from ._base import finding
 from ._calls import (
@@ -31,6 +34,7 @@ from .by_design import refused_by_design
 from .evidence import Evidence
 from .finding import Finding
 from .identity import aspect_of
+from .versions import diff_versions
 
 __all__ = [
     "GUARD_ERROR",
@@ -45,12 +49,15 @@ GUARD_ERROR = "PythonifyGuardError"
 
 # The per-call comparisons a variant call gets, by the oracle that makes them on plan calls;
 # inputs first: a returned argument that differs is the argument's difference (Note
-# [Consequences] in consequences.py).
+# [Consequences] in consequences.py); version counters last.
 _COMPARISONS = (
     ("mutation", diff_inputs),
     ("outputs", diff_outputs),
     ("aliasing", diff_aliasing),
     ("grads", diff_grads),
+    # last: a counter that did not move is often the echo of a guard missing (the stale
+    # values come first), and a version difference the plan calls show too would hide it
+    ("versions", diff_versions),
 )
 
 # Note [Variant-call identity]
@@ -102,10 +109,21 @@ def _plan_aspects(ev: Evidence) -> set[tuple[str, str]]:
     }
 
 
-def _compiled_variant(ev: Evidence, e: CallObs, c: CallObs) -> list[Finding]:
+def _label(index: int | None, variant: str | None) -> str:
+    """How a difference names the call: the plan's variant call, or call k of its sequence."""
+    return f"{'variant call' if index is None else f'sequence call {index}'} ({variant}"
+
+
+def _aliasing_only(variant: str | None) -> bool:
+    """The call changes only which arguments share memory (Note [Variant-call identity])."""
+    tokens = variant_tokens(variant)
+    return bool(tokens) and all(t in ("aliasing", "overlap") for t in tokens)
+
+
+def _compiled_variant(ev: Evidence, e: CallObs, c: CallObs, index: int | None) -> list[Finding]:
     """torch.compile's variant call against eager's, identified as Note [Variant-call
     identity] says."""
-    called = f"variant call ({e.variant}{', recompiled' if c.recompiled else ''})"
+    called = f"{_label(index, e.variant)}{', recompiled' if c.recompiled else ''})"
     how = raise_difference(e.raised, c.raised)
     pairs: list[tuple[str, str]] = []
     kind: str | None = None
@@ -129,7 +147,7 @@ def _compiled_variant(ev: Evidence, e: CallObs, c: CallObs) -> list[Finding]:
     if not diffs:
         return []
     compiled = bool(ev.compiled.calls) and ev.compiled.calls[0].raised is None
-    if e.variant == "aliasing" and not c.recompiled and compiled:
+    if _aliasing_only(e.variant) and not c.recompiled and compiled:
         return [finding(ev, NAME, "torch.compile", diffs, aspect=REUSED_ALIASING)]
     if exc is not None:
         return [finding(ev, NAME, "torch.compile", diffs, kind=kind, exc=exc)]
@@ -147,19 +165,42 @@ def _agrees_with_compile(ev: Evidence, c: CallObs | None, p: CallObs) -> bool:
     return not _diffs(c, p, PairContext(ev, "pythonify", True))
 
 
+def _nth(obs: SubjectObs | None, index: int | None) -> CallObs | None:
+    """The subject's variant call (index None) or call `index` of its sequence."""
+    if obs is None:
+        return None
+    if index is None:
+        return obs.variant
+    return obs.sequence[index] if index < len(obs.sequence) else None
+
+
 def check(ev: Evidence) -> list[Finding]:
-    e = ev.eager.variant
+    """The variant call, then each call of the plan's sequence, each judged alone; the first
+    call with a finding ends it (a later call's differences are mostly its echoes)."""
+    for index in (None, *range(len(ev.eager.sequence))):
+        out = _check_call(ev, index)
+        if out:
+            return out
+    return []
+
+
+def _check_call(ev: Evidence, index: int | None) -> list[Finding]:
+    """Long: the rules of the module docstring in order (torch.compile's call, then the file's
+    refusal, its errors, its values, its guard parity); each arm is a few lines sharing the
+    call's three observations."""
+    e = _nth(ev.eager, index)
     if e is None or (e.raised is not None and e.raised.phase == "inputs"):
         return []
     out = []
-    c = ev.compiled.variant
+    c = _nth(ev.compiled, index)
     if c is not None and ev.compiled.setup_error is None:
-        out += _compiled_variant(ev, e, c)
-    p = ev.pythonified.variant if ev.pythonified is not None else None
+        out += _compiled_variant(ev, e, c, index)
+    p = _nth(ev.pythonified, index)
     if p is None or ev.pythonified is None or ev.pythonified.setup_error is not None:
         return out
     ref = ev.file_reference
-    c = ref.variant  # from here on, the file against the compile it models
+    c = _nth(ref, index)  # from here on, the file against the compile it models
+    called = _label(index, e.variant)
     if p.raised is not None and p.raised.short_type == GUARD_ERROR:
         return out
     if p.raised is not None:
@@ -168,17 +209,16 @@ def check(ev: Evidence) -> list[Finding]:
         if c is not None and c.raised is not None and p.raised.is_a(c.raised):
             return out  # torch.compile raises the same there: its bug, reported above
         diffs = [
-            f"variant call ({e.variant}): raised {p.raised.short_type}: {p.raised.message}; "
-            f"expected {GUARD_ERROR}"
+            f"{called}): raised {p.raised.short_type}: {p.raised.message}; expected {GUARD_ERROR}"
         ]
         out.append(finding(ev, NAME, "pythonify", diffs, kind="guard-unsound", exc=p.raised))
         return out
     if e.raised is not None:
-        diffs = [f"variant call ({e.variant}): returned; eager raised {e.raised.short_type}"]
+        diffs = [f"{called}): returned; eager raised {e.raised.short_type}"]
     else:
         # Compared with eager, the truth for inputs the compile never saw.
         diffs = [
-            f"variant call ({e.variant}) accepted by the file's guards: {d}"
+            f"{called}) accepted by the file's guards: {d}"
             for d in _diffs(e, p, PairContext(ev, "torch.compile", ev.compile_exact))
         ]
     if diffs and _agrees_with_compile(ev, c, p):
@@ -192,7 +232,7 @@ def check(ev: Evidence) -> list[Finding]:
         failed = sorted(_failed_names(c.recompile_reasons) & guarded)
         if failed:
             diffs = [
-                f"variant call ({e.variant}): torch.compile's guards rejected the inputs "
+                f"{called}): torch.compile's guards rejected the inputs "
                 f"({'; '.join(c.recompile_reasons)[:200]}); the file's accepted them, "
                 f"expected {GUARD_ERROR} (it guards {', '.join(failed)})"
             ]

@@ -43,6 +43,7 @@ class Check:
     fact: str = ""  # what observe() returns; for seq_nr: invariants | grad_acc | order | file
     calls: int = 1  # the plan's calls that run (seeds 0..calls-1)
     variant: bool = False  # then the variant call (seed 0): the difference is in it
+    sequence: int = 0  # then this many calls of the plan's sequence (seed 0): the last differs
     probe_seed: int | None = None  # instead: one fresh call on this seed, without backward
     backward: str = ""  # "" | first | second (two backwards) | second-outcome
     snapshot: tuple[int, int] | None = None  # later: (call, output) kept and re-read
@@ -52,7 +53,10 @@ class Check:
 
 
 _CALL = re.compile(r"^call (\d+): ")
-_VARIANT = re.compile(r"^variant call \((\w+)(, recompiled)?\)( accepted by the file's guards)?: ")
+_VARIANT = re.compile(
+    r"^(variant call|sequence call (\d+)) \(([\w+]+)(, recompiled)?\)"
+    r"( accepted by the file's guards)?: "
+)
 # "raised X in call: ...; eager did not", "returned; eager raised X",
 # "BackendCompilerFailed(RuntimeError); eager returned" (the guards oracle's variant call)
 _RAISES = re.compile(r"^(raised |returned|[\w.]+(\(\w+\))?; eager (returned|raised))")
@@ -87,9 +91,11 @@ def read_check(spec: ProgramSpec, finding: dict[str, Any]) -> Check:
         out, call = int(m.group(1)), int(m.group(2))
         label = f"output {out} of call {call} changed after the later calls"
         return Check("later", label, calls=plan.calls, snapshot=(call, out), backward=bw)
-    calls, variant, rest = plan.calls, False, line
+    calls, variant, sequence, rest = plan.calls, False, 0, line
     if m := _VARIANT.match(line):
         variant, rest = plan.variant is not None, line[m.end() :]
+        if m[2] is not None:
+            sequence = min(int(m[2]) + 1, len(plan.sequence)) if variant else 0
     elif m := _CALL.match(line):
         calls, rest = int(m.group(1)) + 1, line[m.end() :]
     ran = bool(_REFERENCE_RAN.search(rest))
@@ -102,18 +108,20 @@ def read_check(spec: ProgramSpec, finding: dict[str, Any]) -> Check:
             "what each side raises",
             calls=calls,
             variant=variant,
+            sequence=sequence,
             backward=bw,
             reference_runs=ran,
         )
     fact = _read_fact(spec, rest)
     if fact is None:  # a difference this module cannot read: every output's values
-        return Check("values", f"the outputs ({rest[:60]})", "out", calls, variant)
+        return Check("values", f"the outputs ({rest[:60]})", "out", calls, variant, sequence)
     check = Check(
         fact.compare,
         fact.label,
         fact.fact,
         calls,
         variant,
+        sequence,
         backward=fact.backward,
         before=fact.before,
     )

@@ -14,8 +14,14 @@ from __future__ import annotations
 
 import math
 
-from generators.source import DTYPE_BY_NAME, ints_literal, view_expr
-from pyfy_fuzz.schema.spec import FLOAT_DTYPES, ProgramSpec, RootSpec
+from generators.source import (
+    DTYPE_BY_NAME,
+    RELATE_FUNCTIONS,
+    RELATE_TOKENS,
+    ints_literal,
+    view_expr,
+)
+from pyfy_fuzz.schema.spec import FLOAT_DTYPES, ProgramSpec, RootSpec, variant_tokens
 
 
 def inputs_source(spec: ProgramSpec, device: str, name: str, variant: str | None) -> list[str]:
@@ -49,10 +55,17 @@ def inputs_source(spec: ProgramSpec, device: str, name: str, variant: str | None
             lines.append(f"a{i} = {_set_shared(names[inp.root], inp.views[0].args, device)}")
         elif inp.kind == "int":
             lines.append(f"a{i} = {inp.value}")
-    if variant == "aliasing":
+    tokens = variant_tokens(variant)
+    if "aliasing" in tokens:
         lines += _unaliased(spec)
     args = ", ".join(f"a{i}" for i in range(len(spec.inputs)))
     ret = f"return {args}," if len(spec.inputs) == 1 else f"return {args}" if args else "return ()"
+    changes = [RELATE_FUNCTIONS[t].__name__ for t in RELATE_TOKENS if t in tokens]
+    if changes:  # the program's own relate() functions, defined below, in relate()'s order
+        expr = f"({args}{',' if len(spec.inputs) == 1 else ''})"
+        for name_ in changes:
+            expr = f"{name_}({expr})"
+        ret = f"return {expr}"
     what = f"  # {variant} unlike make_inputs" if variant else "  # the values pyfy-fuzz drew"
     return [f"def {name}(seed=0):{what}", *(f"    {x}" for x in lines), f"    {ret}"]
 
@@ -70,15 +83,18 @@ def _set_shared(root: str, args: tuple[object, ...], device: str) -> str:
 def _root_variant(k: int, variant: str | None) -> str | None:
     """The variant root k is drawn with (generators' `_root_expr`): "relation" grows the first
     root only."""
-    return None if variant == "relation" and k != 0 else variant
+    if k == 0:
+        return variant
+    return "+".join(t for t in variant_tokens(variant) if t != "relation") or None
 
 
 def _variant_of(r: RootSpec, variant: str | None) -> tuple[tuple[int, ...], str]:
     """A root's shape and dtype, in the variant call (generators' `_root`)."""
     shape, dtype = tuple(r.shape), r.dtype
-    if variant in ("shape", "relation"):
+    tokens = variant_tokens(variant)
+    if "shape" in tokens or "relation" in tokens:
         shape = tuple(n + 1 for n in shape)
-    if variant == "dtype" and dtype in ("float32", "float64", "float16", "bfloat16"):
+    if "dtype" in tokens and dtype in ("float32", "float64", "float16", "bfloat16"):
         dtype = "float64" if dtype == "float32" else "float32"
     return shape, dtype
 

@@ -243,6 +243,8 @@ class SubjectObs:
     # the call mutated a saved argument ("ok", an exception, or None: not run or nothing saved)
     saved_probe: ExcObs | str | None = None
     variant: CallObs | None = None
+    # The plan's sequence: calls after the variant call, each with its own relationships.
+    sequence: list[CallObs] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -460,7 +462,7 @@ def observe_call(
     if isinstance(log, list):
         log.clear()
     try:
-        result = program.module.drive(call, args, seed, module=owner)
+        result = program.module.drive(call, args, seed, module=owner, variant=variant)
     except Exception as exc:
         raised = ExcObs.of(exc, "backward" if "out" in box else "call")
         result = None
@@ -710,6 +712,18 @@ def autograd_order(program: Program, target: Target, seed: int) -> list[tuple[st
     return order
 
 
+def _variant_call(program: Program, target: Target, variant: str) -> CallObs:
+    """A call (seed 0) whose relationships to call 0 differ as `variant` says, with whether
+    Dynamo compiled a new graph for it and the guard failures it gave."""
+    graphs, reasons = _dynamo_graphs(), _guard_failures()
+    obs, _ = observe_call(program, target, 0, variant)
+    return replace(
+        obs,
+        recompiled=_dynamo_graphs() > graphs,
+        recompile_reasons=_guard_failures_since(reasons),
+    )
+
+
 def observe_subject(program: Program, target: Target, *, probes: bool = True) -> SubjectObs:
     """Run the whole plan on `target`; see the module docstring."""
     plan = program.plan
@@ -725,14 +739,10 @@ def observe_subject(program: Program, target: Target, *, probes: bool = True) ->
     ]
     del live
     variant = None
+    sequence: list[CallObs] = []
     if plan.variant is not None:  # before the probes, which may change module state
-        graphs, reasons = _dynamo_graphs(), _guard_failures()
-        variant, _ = observe_call(program, target, 0, plan.variant)
-        variant = replace(
-            variant,
-            recompiled=_dynamo_graphs() > graphs,
-            recompile_reasons=_guard_failures_since(reasons),
-        )
+        variant = _variant_call(program, target, plan.variant)
+        sequence = [_variant_call(program, target, v) for v in plan.sequence]
     mutation: list[ProbeObs] | ExcObs | None = None
     version: ExcObs | str | None = None
     saved: ExcObs | str | None = None
@@ -750,5 +760,6 @@ def observe_subject(program: Program, target: Target, *, probes: bool = True) ->
         version_probe=version,
         saved_probe=saved,
         variant=variant,
+        sequence=sequence,
         extra=extra,
     )

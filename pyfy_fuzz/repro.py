@@ -31,14 +31,17 @@ from generators.source import (
     HOOK_FUNCTIONS,
     HOOKS,
     MIRROR,
+    RELATE_FUNCTIONS,
+    RELATE_TOKENS,
     function_source,
     module_init,
     out_expr,
     render,
     stmt_lines,
+    variant_context,
 )
 from pyfy_fuzz.schema.config import aot_options, call_context, compile_knobs
-from pyfy_fuzz.schema.spec import ProgramSpec, draws_random
+from pyfy_fuzz.schema.spec import ProgramSpec, draws_random, variant_tokens
 
 from . import _repro_helpers as H
 from ._repro_check import Check, first_difference, leaf, read_check
@@ -139,6 +142,13 @@ class _Repro:
         if self.check.variant and self.spec.plan.variant is not None:
             variant = self.spec.plan.variant
             parts.append(inputs_source(self.spec, self.device, "make_variant_inputs", variant))
+            for k in range(self.check.sequence):
+                later = self.spec.plan.sequence[k]
+                parts.append(inputs_source(self.spec, self.device, f"make_call_{k}_inputs", later))
+        used = {t for _, _, v in self._runs() for t in variant_tokens(v)}
+        for t in RELATE_TOKENS:  # the relationships' functions make_*_inputs call
+            if t in used:
+                parts.append(H.source(RELATE_FUNCTIONS[t], not self.compact))
         parts += [observe, *(H.source(h, not self.compact) for h in self.helpers), main]
         return "\n\n".join("\n".join(p) for p in parts if p) + "\n"
 
@@ -181,6 +191,8 @@ class _Repro:
             lines.append("import tempfile")
         if self.finding["kind"] == "hang":
             lines.append("import faulthandler")
+        if "nullcontext" in names:
+            lines.append("from contextlib import nullcontext")
         lines += ["", "import torch"] if lines else ["import torch"]
         config = "\n".join(self._config())
         lines += [
@@ -376,29 +388,56 @@ class _Repro:
     def _need_names(self, lines: list[str]) -> None:
         text = "\n".join(lines)
         self.imports.update(n for n in ("tree_leaves", "tree_structure") if n + "(" in text)
+        if re.search(r"\bnullcontext\b", text):
+            self.imports.add("nullcontext")
 
-    def _runs(self) -> list[tuple[int, str]]:
-        """(seed, inputs function) of each call, in order."""
-        check = self.check
+    def _runs(self) -> list[tuple[int, str, str | None]]:
+        """(seed, inputs function, variant) of each call, in order."""
+        check, plan = self.check, self.spec.plan
         if check.probe_seed is not None:
-            return [(check.probe_seed, "make_inputs")]
-        runs = [(s, "make_inputs") for s in range(check.calls)]
-        return runs + ([(0, "make_variant_inputs")] if check.variant else [])
+            return [(check.probe_seed, "make_inputs", None)]
+        runs: list[tuple[int, str, str | None]] = [
+            (s, "make_inputs", None) for s in range(check.calls)
+        ]
+        if not check.variant:
+            return runs
+        runs.append((0, "make_variant_inputs", plan.variant))
+        return runs + [
+            (0, f"make_call_{k}_inputs", plan.sequence[k]) for k in range(check.sequence)
+        ]
+
+    def _loop(
+        self, runs: list[tuple[int, str, str | None]], during: bool
+    ) -> tuple[str, list[str], str, str]:
+        """(seed expression, loop head, body indent, inputs expression) for the calls."""
+        if len(runs) == 1:
+            seed = str(runs[0][0])
+            return seed, [], "    ", f"{runs[0][1]}({'' if seed == '0' else seed})"
+        if all(m == "make_inputs" for _, m, _ in runs):
+            return "seed", [f"    for seed in range({len(runs)}):"], "        ", "make_inputs(seed)"
+        if during:
+            triples = ", ".join(f"({s}, {m}, {self._during(v)})" for s, m, v in runs)
+            head = f"    for seed, make, during in ({triples}):  # the last breaks the guards"
+        else:
+            pairs = ", ".join(f"({s}, {m})" for s, m, _ in runs)
+            head = f"    for seed, make in ({pairs}):  # the last breaks the compile's guards"
+        return "seed", [head], "        ", "make(seed)"
+
+    def _during(self, variant: str | None) -> str:
+        """The context a call runs under, as a callable: the variant's, or the call site's."""
+        context = variant_context(variant) or call_context(self.spec.plan.config)
+        if context == "autocast":
+            device = self.device.split(":")[0]
+            return f'lambda: torch.autocast("{device}", dtype=torch.bfloat16)'
+        return "nullcontext" if context is None else f"torch.{context}"
 
     def _calls(self) -> tuple[list[str], list[str]]:
         """The loop over the calls (none for one call) and its body, indented."""
         spec, check, runs = self.spec, self.check, self._runs()
         backward = "" if check.probe_seed is not None else check.backward
-        if len(runs) == 1:
-            seed, head, indent = str(runs[0][0]), [], "    "
-            make = f"{runs[0][1]}({'' if seed == '0' else seed})"
-        elif all(m == "make_inputs" for _, m in runs):
-            seed, head, indent = "seed", [f"    for seed in range({len(runs)}):"], "        "
-            make = "make_inputs(seed)"
-        else:
-            pairs = ", ".join(f"({s}, {m})" for s, m in runs)
-            head = [f"    for seed, make in ({pairs}):  # the last breaks the compile's guards"]
-            seed, indent, make = "seed", "        ", "make(seed)"
+        # a later call under a context of its own (no_grad, inference_mode): each call's
+        during = any(variant_context(v) for _, _, v in runs)
+        seed, head, indent, make = self._loop(runs, during)
         marks = "mark_dynamic" in spec.plan.config
         uses_args = (
             bool(re.search(r"\bargs\b", check.fact))
@@ -407,7 +446,7 @@ class _Repro:
             or marks
         )
         inner = ["out = fn(*args)" if uses_args else f"out = fn(*{make})"]
-        site = self._call_site()
+        site = "with during():  # the call's own context" if during else self._call_site()
         if site is not None:
             inner = [site, f"    {inner[0]}"]
         if check.grad_mode:

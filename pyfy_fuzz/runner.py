@@ -32,6 +32,7 @@ import oracles
 from generators import Program, ProgramSpec, materialize
 from oracles import Evidence, Finding
 from oracles.by_design import excuse, recording
+from pyfy_fuzz.schema.paths import spec_paths
 from pyfy_fuzz.schema.spec import CallPlan, OutSpec, draws_random
 
 from .fp64 import fp64_fn, to_fp64
@@ -268,9 +269,9 @@ def _compiled_subjects(
         ref64 = observe_subject(reference, _fp64_target(reference), probes=False)
     clock.lap("eager_s")
     if program.plan.frontend == "aot":  # aot_function has no guards to recompile
-        compiled = replace(compiled, variant=None)
-        warm = replace(warm, variant=None) if warm is not None else None
-        capture = replace(capture, variant=None) if capture is not None else None
+        compiled = replace(compiled, variant=None, sequence=[])
+        warm = replace(warm, variant=None, sequence=[]) if warm is not None else None
+        capture = replace(capture, variant=None, sequence=[]) if capture is not None else None
     return _Subjects(
         once, compiled, pythonified, file_mod, reference, eager, live is not None, ref64,
         warm=warm, served=how, capture=capture,
@@ -354,7 +355,8 @@ def _evidence(got: _Subjects, program: Program, backend: str, device: str) -> Ev
         device=device,
         frontend=program.plan.frontend,
         mode=program.plan.mode,
-        wrappers=tuple(produced.wrapper_paths) if produced else (),
+        # what the compile exercised, then what the spec tried (its call relationships)
+        wrappers=(*(produced.wrapper_paths if produced else ()), *spec_paths(program.spec)),
         ref64=got.ref64,
         # no file: no graphs; an implementation without torch's metadata: None (not compared)
         fx_meta=(
@@ -504,7 +506,7 @@ def dead_statements(spec: ProgramSpec) -> list[int]:
 
 
 def _slots(obs: SubjectObs) -> list[CallObs | None]:
-    return [*obs.calls, obs.variant]
+    return [*obs.calls, obs.variant, *obs.sequence]
 
 
 def _dead_code_errors(

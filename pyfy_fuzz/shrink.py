@@ -43,6 +43,7 @@ from pyfy_fuzz.schema.spec import (
     SpecError,
     Stmt,
     validate,
+    variant_tokens,
 )
 
 __all__ = ["ShrinkResult", "candidates", "complexity", "reduce", "shrink_key"]
@@ -68,7 +69,8 @@ def complexity(spec: ProgramSpec) -> int:
     p = spec.plan
     n = (
         max(p.calls - 1, 0)
-        + (p.variant is not None)
+        + len(variant_tokens(p.variant))
+        + sum(1 + len(variant_tokens(v)) for v in p.sequence)
         + p.backward
         + (p.tangents != "ones")
         + (p.second_backward is not None)
@@ -311,7 +313,7 @@ def _simplify_plan(spec: ProgramSpec) -> Iterator[ProgramSpec]:
     if p.calls > 1:
         steps.append({"calls": 1})
     if p.variant is not None:
-        steps.append({"variant": None})
+        steps.append({"variant": None, "sequence": ()})
     if p.backward:
         off = {
             "backward": False,
@@ -349,6 +351,27 @@ def _simplify_plan(spec: ProgramSpec) -> Iterator[ProgramSpec]:
         yield replace(spec, plan=plainest)
     for step in steps:
         yield replace(spec, plan=replace(p, **step))
+
+
+def _simplify_sequence(spec: ProgramSpec) -> Iterator[ProgramSpec]:
+    """Fewer calls, then simpler relationships (Note [Call relationships]): the sequence
+    dropped; each of its calls dropped; a later call made the variant call (the calls before
+    it gone); each call's relationships cut to one of them."""
+    p = spec.plan
+    seq = p.sequence
+    if seq:
+        yield replace(spec, plan=replace(p, sequence=()))
+        for k in range(len(seq)):
+            yield replace(spec, plan=replace(p, sequence=seq[:k] + seq[k + 1 :]))
+            yield replace(spec, plan=replace(p, variant=seq[k], sequence=seq[k + 1 :]))
+    if p.variant is None:
+        return
+    calls = [p.variant, *seq]
+    for k, variant in enumerate(calls):
+        tokens = variant_tokens(variant)
+        for t in tokens if len(tokens) > 1 else ():
+            fewer = [*calls[:k], t, *calls[k + 1 :]]
+            yield replace(spec, plan=replace(p, variant=fewer[0], sequence=tuple(fewer[1:])))
 
 
 def _default_config(spec: ProgramSpec) -> Iterator[ProgramSpec]:
@@ -540,6 +563,7 @@ _PASSES: tuple[Callable[[ProgramSpec], Iterable[ProgramSpec | None]], ...] = (
     _drop_statements,
     _drop_outputs,
     _simplify_plan,
+    _simplify_sequence,
     _drop_unused,
     _simplify_roots,
     _simplify_inputs,

@@ -36,6 +36,7 @@ from generators._spec import (
     Stmt,
     ViewStep,
 )
+from generators.source import RELATE_FUNCTIONS
 from pyfy_fuzz.entry import entry_files, readme
 from pyfy_fuzz.pythonify import pythonify
 from pyfy_fuzz.repro import BACKENDS, MAX_LINES, check_repro, render_repro, repro_record
@@ -105,6 +106,15 @@ def _undefined_names(paths: list[Path]) -> str:
 
 # -- hand-built programs: every oracle, every definition ----------------------------------------
 
+# a0 mutated, a1 read: compiled for independent arguments, then called with them overlapping
+SEQUENCE = ProgramSpec(
+    family="input_mutation",
+    roots=(RootSpec((4,)), RootSpec((4,))),
+    inputs=(InputSpec("root", root=0), InputSpec("root", root=1)),
+    body=(Stmt("mul_", ("a0", 2)), Stmt("add", ("a0", "a1"), ("v0",))),
+    outputs=(OutSpec("ref", "v0"),),
+    plan=CallPlan(calls=1, variant="strided", sequence=("overlap+no_grad",)),
+)
 # An argument mutated in place (a non-leaf: autograd also saves it for the mul), then read.
 MUTATED = ProgramSpec(
     family="input_mutation",
@@ -385,6 +395,11 @@ CASES = [
         ),
     ),
     ("retained-grad", SECOND, finding(CD, "grads", TC, f"call 0: grad of a1: {VALUES}")),
+    (
+        "sequence",
+        SEQUENCE,
+        finding(CD, "guards", TC, f"sequence call 0 (overlap+no_grad): output 0: {VALUES}"),
+    ),
 ]
 # What each hand-built program must (and must not) bring into its repro.
 MUST = {
@@ -438,6 +453,15 @@ MUST = {
         "make_inputs(4)",
     ],
     "retained-grad": ["retain_grads(args)", "return args[1].grad", "def retain_grads("],
+    "sequence": [
+        "def make_call_0_inputs(seed=0):",
+        "for seed, make, during in ((0, make_inputs, nullcontext), (0, make_variant_inputs, "
+        "nullcontext), (0, make_call_0_inputs, torch.no_grad)):",
+        "with during():",
+        "from contextlib import nullcontext",
+        "def to_overlapping(args):",
+        "return to_overlapping((a0, a1))",
+    ],
 }
 MUST_NOT = {
     "function": ["class Fn0("],
@@ -616,6 +640,9 @@ def test_make_inputs_builds_the_programs_own_inputs(spec: ProgramSpec) -> None:
         _same_inputs(namespace["make_inputs"](seed), program.make_inputs(seed))
     if spec.plan.variant is not None:
         exec(_definition(source, "make_variant_inputs"), namespace)  # noqa: S102
+        for fn in RELATE_FUNCTIONS.values():  # the relationships' functions it calls
+            if f"def {fn.__name__}(" in source:
+                exec(_definition(source, fn.__name__), namespace)  # noqa: S102
         try:
             theirs = program.make_inputs(0, spec.plan.variant)
         except Exception as exc:  # this variant does not exist for the program: nor for ours

@@ -323,3 +323,26 @@ def test_real_torch_bug_in_junk_reduces_to_its_core() -> None:
     assert len(core.inputs) == 1 and len(core.body) == 1, core
     assert core.body[0].op == "mul_" and core.roots == (RootSpec((), dtype="float64"),), core
     assert core.outputs == (OutSpec("ref", "a0"),), core
+
+
+def test_a_sequence_shrinks_to_fewer_calls_and_simpler_relationships() -> None:
+    """Fewer calls first, then one relationship per call; the call a bug needs is kept."""
+    base = ProgramSpec(
+        family="input_mutation",
+        roots=(RootSpec((2,)), RootSpec((2,))),
+        inputs=(InputSpec("root", root=0), InputSpec("root", root=1)),
+        body=(Stmt("mul_", ("a0", 2)), Stmt("add", ("a0", "a1"), ("v0",))),
+        outputs=(OutSpec("ref", "v0"),),
+        plan=CallPlan(calls=1, variant="strided+no_grad", sequence=("dtype", "overlap+no_grad")),
+    )
+    plans = [(c.plan.variant, c.plan.sequence) for c in candidates(base)]
+    assert (base.plan.variant, ()) in plans  # the sequence dropped
+    assert ("overlap+no_grad", ()) in plans  # its last call made the variant call
+    assert ("strided", base.plan.sequence) in plans  # one relationship of a call
+    assert (None, ()) in plans  # no later call at all
+
+    def needs_overlap(s: ProgramSpec) -> bool:
+        return any("overlap" in (v or "") for v in (s.plan.variant, *s.plan.sequence))
+
+    shrunk = reduce(base, needs_overlap).spec
+    assert (shrunk.plan.variant, shrunk.plan.sequence) == ("overlap", ())

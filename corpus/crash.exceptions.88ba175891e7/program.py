@@ -6,11 +6,13 @@ import torch
 
 DEVICE = 'cpu'
 
-def _root(g, shape, dtype, layout, grad, subclass=None, variant=None):
-    """A root tensor: its own storage, the layout asked for, and its grad kind."""
-    if variant in ("shape", "relation"):  # "relation" reaches the first root only (_root_expr)
+def _root(g, shape, dtype, layout, grad, subclass=None, variant=None, first=True):
+    """A root tensor: its own storage, the layout asked for, and its grad kind; a variant
+    call's root grows ("shape"; "relation": the first root only) or changes dtype."""
+    tokens = variant.split("+") if variant else []
+    if "shape" in tokens or ("relation" in tokens and first):
         shape = tuple(n + 1 for n in shape)
-    if variant == "dtype" and dtype.is_floating_point:  # float32 <-> float64, halves -> float32
+    if "dtype" in tokens and dtype.is_floating_point:  # float32 <-> float64, halves -> float32
         dtype = torch.float64 if dtype == torch.float32 else torch.float32
     n = 1
     for s in shape:
@@ -74,10 +76,11 @@ def _leaves(fn, args):
     return found
 
 
-def drive(call, args, seed=0, module=None):
+def drive(call, args, seed=0, module=None, variant=None):
     """One call as PLAN says: seed, call, then backward through the outputs requiring grad.
 
-    `module` is the nn.Module whose parameters count as leaves (defaults to `call`). Returns
+    `module` is the nn.Module whose parameters count as leaves (defaults to `call`); a variant
+    call's context (no_grad, inference_mode) replaces the call site's. Returns
     {"out", "grad_enabled_after", "grads", "second"}: grads of the leaves after the first
     backward (None without one); after the second backward, its grads or the exception it
     raised. Errors in the call or the first backward propagate; grad mode is restored.
@@ -92,8 +95,8 @@ def drive(call, args, seed=0, module=None):
         _hook_grad_fns(args)
     if PLAN["saved_tensor_hooks"]:
         with torch.autograd.graph.saved_tensors_hooks(_pack, _unpack):
-            return _drive(call, args, seed, leaves)
-    return _drive(call, args, seed, leaves)
+            return _drive(call, args, seed, leaves, variant)
+    return _drive(call, args, seed, leaves, variant)
 
 
 def mark_inputs(args):
@@ -118,23 +121,24 @@ def compile_site():
     return stack
 
 
-def call_site():
-    """The call-site context the plan's configuration names (CALL_CONTEXT: no_grad,
-    inference_mode or autocast), around the call only: backward runs outside it, as a
-    training step's would."""
-    if CALL_CONTEXT == "no_grad":
+def call_site(variant=None):
+    """The call-site context a variant call names, else the plan's configuration's
+    (CALL_CONTEXT: no_grad, inference_mode or autocast), around the call only: backward runs
+    outside it, as a training step's would."""
+    context = variant_context(variant) or CALL_CONTEXT
+    if context == "no_grad":
         return torch.no_grad()
-    if CALL_CONTEXT == "inference_mode":
+    if context == "inference_mode":
         return torch.inference_mode()
-    if CALL_CONTEXT == "autocast":
+    if context == "autocast":
         return torch.autocast(torch.device(DEVICE).type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 
-def _drive(call, args, seed, leaves):
+def _drive(call, args, seed, leaves, variant=None):
     torch.manual_seed(seed)
     try:
-        with call_site():
+        with call_site(variant):
             out = call(*args)
         result = {"out": out, "grad_enabled_after": torch.is_grad_enabled(), "grads": None, "second": None}
     finally:
@@ -166,6 +170,97 @@ def _unalias(t):
     """A copy with the same values and autograd role, sharing nothing."""
     c = t.detach().clone()
     return c.requires_grad_() if t.requires_grad else c
+
+
+def to_overlapping(args):
+    """overlap: two arguments that share nothing and need no grad become views of one storage,
+    the second shifted by one element (so they partially overlap), with call 0's values."""
+    args = list(args)
+    free = [
+        i
+        for i, a in enumerate(args)
+        if type(a) is torch.Tensor
+        and not a.requires_grad
+        and a.numel() >= 2
+        and a._base is None
+        and sum(a is b for b in args) == 1
+    ]
+    pairs = [(i, j) for i in free for j in free if i < j and args[i].dtype == args[j].dtype]
+    if pairs:
+        i, j = pairs[0]
+        a, b = args[i], args[j]
+        store = torch.empty(max(a.numel(), b.numel() + 1), dtype=a.dtype, device=a.device)
+        store[: a.numel()].copy_(a.reshape(-1))
+        store[1 : b.numel() + 1].copy_(b.reshape(-1))
+        args[i] = store[: a.numel()].view(a.shape)
+        args[j] = store[1 : b.numel() + 1].view(b.shape)
+    return tuple(args)
+
+
+def to_nonleaf(args):
+    """nonleaf: leaf arguments requiring grad become clones of such a leaf."""
+    return tuple(
+        a.detach().requires_grad_().clone()
+        if type(a) is torch.Tensor and a.requires_grad and a.is_leaf
+        else a
+        for a in args
+    )
+
+
+def to_leaf(args):
+    """leaf: non-leaf arguments requiring grad become leaves requiring grad."""
+    return tuple(
+        a.detach().requires_grad_()
+        if type(a) is torch.Tensor and a.requires_grad and not a.is_leaf
+        else a
+        for a in args
+    )
+
+
+def detached(args):
+    """no_requires_grad: arguments requiring grad are detached."""
+    return tuple(a.detach() if type(a) is torch.Tensor and a.requires_grad else a for a in args)
+
+
+def to_strided(args):
+    """strided: contiguous leaf arguments sharing memory with no other argument become leaves
+    over every other element of a storage twice as long (same values, same requires_grad)."""
+    ptrs = [a.untyped_storage().data_ptr() if type(a) is torch.Tensor else 0 for a in args]
+    out = []
+    for a, ptr in zip(args, ptrs, strict=True):
+        if type(a) is torch.Tensor and a.dim() and a.is_contiguous() and a.is_leaf:
+            if a._base is None and ptrs.count(ptr) == 1:
+                wide = a.new_zeros(a.shape[:-1] + (2 * a.shape[-1],))  # dtype, device
+                b = wide[..., ::2].detach()  # a leaf of its own
+                a = b.copy_(a.detach()).requires_grad_(a.requires_grad)
+        out.append(a)
+    return tuple(out)
+
+
+def relate(args, variant):
+    """Call 0's arguments (fresh ones of this call's seed) changed as `variant` says; an
+    argument a relationship does not apply to stays as it is."""
+    tokens = variant.split("+") if variant else []
+    for token, change in (
+        ("overlap", to_overlapping),
+        ("nonleaf", to_nonleaf),
+        ("leaf", to_leaf),
+        ("no_requires_grad", detached),
+        ("strided", to_strided),
+    ):
+        if token in tokens:
+            args = change(args)
+    return tuple(args)
+
+
+def variant_context(variant):
+    """The context a variant call runs under: "no_grad", "inference_mode", or None."""
+    tokens = variant.split("+") if variant else []
+    for context in ("no_grad", "inference_mode"):
+        if context in tokens:
+            return context
+    return None
+
 
 
 
@@ -235,22 +330,22 @@ def make_fn():
 
 
 def make_inputs(seed=0, variant=None):
-    """The arguments for one call; `variant` ("shape", "relation", "dtype", "aliasing") changes them."""
+    """The arguments for one call; a `variant` call's relationships to call 0 differ (shape, dtype, aliasing, ...)."""
     g = torch.Generator().manual_seed(seed)
     r0 = _root(g, (1, 0), torch.float32, 'contiguous', 'leaf', None, variant)
-    r1 = _root(g, (3, 3, 2), torch.float32, 'contiguous', 'none', None, (None if variant == "relation" else variant))
-    r2 = _root(g, (0, 3), torch.float64, 'strided', 'none', None, (None if variant == "relation" else variant))
+    r1 = _root(g, (3, 3, 2), torch.float32, 'contiguous', 'none', None, variant, first=False)
+    r2 = _root(g, (0, 3), torch.float64, 'strided', 'none', None, variant, first=False)
     a0 = r0
     a1 = r1
     a2 = r2
     args = (a0, a1, a2)
-    if variant == "aliasing":
+    if variant and "aliasing" in variant.split("+"):
         args = tuple(args[0] if i == 2 else a for i, a in enumerate(args))
-    return args
+    return relate(args, variant)
 
-PLAN = {'calls': 2, 'variant': None, 'backward': True, 'tangents': 'randn', 'second_backward': None, 'dynamic': False, 'frontend': 'dynamo', 'mode': 'reduce-overhead', 'saved_tensor_hooks': False, 'grad_fn_hooks': False, 'config': (), 'backend': None}
+PLAN = {'calls': 2, 'variant': None, 'backward': True, 'tangents': 'randn', 'second_backward': None, 'dynamic': False, 'frontend': 'dynamo', 'mode': 'reduce-overhead', 'saved_tensor_hooks': False, 'grad_fn_hooks': False, 'config': (), 'backend': None, 'sequence': ()}
 CALL_CONTEXT = None
-SPEC = '{"body": [{"args": ["a1"], "ctx": null, "op": "cos", "outs": ["v0"]}, {"args": ["a1"], "ctx": null, "op": "sin", "outs": ["v1"]}, {"args": ["a0"], "ctx": null, "op": "cos", "outs": ["v2"]}, {"args": ["a0"], "ctx": null, "op": "tanh", "outs": ["v3"]}], "family": "cudagraph", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}, {"kind": "root", "of": 0, "root": 1, "value": 0, "views": []}, {"kind": "root", "of": 0, "root": 2, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "v0", "value": 0}], "plan": {"backend": null, "backward": true, "calls": 2, "config": [], "dynamic": false, "frontend": "dynamo", "grad_fn_hooks": false, "mode": "reduce-overhead", "saved_tensor_hooks": false, "second_backward": null, "tangents": "randn", "variant": null}, "roots": [{"dtype": "float32", "grad": "leaf", "layout": "contiguous", "shape": [1, 0], "subclass": null}, {"dtype": "float32", "grad": "none", "layout": "contiguous", "shape": [3, 3, 2], "subclass": null}, {"dtype": "float64", "grad": "none", "layout": "strided", "shape": [0, 3], "subclass": null}], "version": 1}'
+SPEC = '{"body": [{"args": ["a1"], "ctx": null, "op": "cos", "outs": ["v0"]}, {"args": ["a1"], "ctx": null, "op": "sin", "outs": ["v1"]}, {"args": ["a0"], "ctx": null, "op": "cos", "outs": ["v2"]}, {"args": ["a0"], "ctx": null, "op": "tanh", "outs": ["v3"]}], "family": "cudagraph", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}, {"kind": "root", "of": 0, "root": 1, "value": 0, "views": []}, {"kind": "root", "of": 0, "root": 2, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "v0", "value": 0}], "plan": {"backend": null, "backward": true, "calls": 2, "config": [], "dynamic": false, "frontend": "dynamo", "grad_fn_hooks": false, "mode": "reduce-overhead", "saved_tensor_hooks": false, "second_backward": null, "sequence": [], "tangents": "randn", "variant": null}, "roots": [{"dtype": "float32", "grad": "leaf", "layout": "contiguous", "shape": [1, 0], "subclass": null}, {"dtype": "float32", "grad": "none", "layout": "contiguous", "shape": [3, 3, 2], "subclass": null}, {"dtype": "float64", "grad": "none", "layout": "strided", "shape": [0, 3], "subclass": null}], "version": 1}'
 
 
 if __name__ == "__main__":

@@ -10,14 +10,18 @@ finding's identity does not depend on the module it tests.
 
 from __future__ import annotations
 
+from .spec import CALL_RELATIONS, ProgramSpec, variant_tokens
+
 __all__ = [
     "ALL_PATHS",
     "CUDA_ONLY",
     "FAMILY_TARGETS",
     "OUTPUT_ALIAS_KINDS",
     "REFINEMENTS",
+    "SPEC_PATHS",
     "reached",
     "signature_paths",
+    "spec_paths",
 ]
 
 # Generator family -> the path prefixes any one of which means "target reached".
@@ -46,9 +50,21 @@ OUTPUT_ALIAS_KINDS = (
     "custom_function_view",
 )
 
+# Paths a case's spec reaches, read off the spec (`spec_paths`), not off a compile: the
+# relationships its later calls have to call 0 (Note [Call relationships]) and whether it
+# runs a sequence of them. The report counts them with the wrapper paths; finding
+# signatures leave them out (`signature_paths`): they say what was tried, and a finding's
+# identity is what went wrong and where in the wrappers.
+SPEC_PATHS: tuple[str, ...] = (
+    *(f"plan/relation/{t}" for t in CALL_RELATIONS),
+    "plan/sequence",
+)
+_SPEC_PREFIXES = ("plan/",)
+
 # Every path `wrapper_paths` can name: the report lists those never reached first (they are
 # what the next generator work should aim at). A test keeps it a superset of what is emitted.
 ALL_PATHS: tuple[str, ...] = (
+    *SPEC_PATHS,
     "autograd/custom_function_view",
     "autograd/input_mutation",
     "autograd/mutation_in_backward",
@@ -115,8 +131,16 @@ REFINEMENTS: frozenset[str] = frozenset(
 
 
 def signature_paths(paths: tuple[str, ...] | list[str]) -> list[str]:
-    """The wrapper paths a finding's signature is made of: all but the refinements."""
-    return sorted(p for p in paths if p not in REFINEMENTS)
+    """The wrapper paths a finding's signature is made of: all but the refinements and the
+    spec's own paths."""
+    return sorted(p for p in paths if p not in REFINEMENTS and not p.startswith(_SPEC_PREFIXES))
+
+
+def spec_paths(spec: ProgramSpec) -> list[str]:
+    """The SPEC_PATHS a spec reaches: its later calls' relationships, its sequence."""
+    tokens = {t for v in (spec.plan.variant, *spec.plan.sequence) for t in variant_tokens(v)}
+    found = [f"plan/relation/{t}" for t in CALL_RELATIONS if t in tokens]
+    return found + (["plan/sequence"] if spec.plan.sequence else [])
 
 
 def reached(paths: list[str], family: str) -> bool:

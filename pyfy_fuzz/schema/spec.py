@@ -23,6 +23,7 @@ from typing import Any
 from .config import check_config
 
 __all__ = [
+    "CALL_RELATIONS",
     "CONTEXTS",
     "CallPlan",
     "DTYPES",
@@ -47,6 +48,7 @@ __all__ = [
     "numel",
     "spec_from_dict",
     "validate",
+    "variant_tokens",
 ]
 
 SPEC_VERSION = 1
@@ -78,6 +80,42 @@ def draws_random(spec: ProgramSpec) -> bool:
 
 
 CONTEXTS = ("no_grad", "inference_mode", "enable_grad")
+
+# Note [Call relationships]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# A later call differs from call 0 in the relationships a variant names, "+"-joined (e.g.
+# "overlap+no_grad"); each token changes one thing, and what a token cannot change in a
+# program (no argument it applies to) it leaves alone:
+#   shape      every root one longer in each dimension;
+#   relation   the first root only, so sizes other roots shared with it now differ;
+#   dtype      float32 <-> float64, halves -> float32;
+#   aliasing   aliased arguments unaliased (copies), or two tensor arguments made one;
+#   overlap    two independent arguments made partially overlapping views of one storage;
+#   nonleaf    leaf arguments requiring grad become non-leaves (clones of such a leaf);
+#   leaf       non-leaf arguments become leaves requiring grad;
+#   no_requires_grad  arguments requiring grad are detached;
+#   strided    contiguous arguments become strided (every other element of a storage);
+#   no_grad, inference_mode   the call runs under that context (the arguments are call 0's).
+# Eager is the truth for each such call; torch.compile must recompile or be right, and the
+# pythonified file must agree with it or raise PythonifyGuardError (oracles/guards.py).
+CALL_RELATIONS = (
+    "shape",
+    "relation",
+    "dtype",
+    "aliasing",
+    "overlap",
+    "nonleaf",
+    "leaf",
+    "no_requires_grad",
+    "strided",
+    "no_grad",
+    "inference_mode",
+)
+
+
+def variant_tokens(variant: str | None) -> tuple[str, ...]:
+    """The relationships a variant call changes (Note [Call relationships])."""
+    return tuple(variant.split("+")) if variant else ()
 
 
 class SpecError(ValueError):
@@ -177,7 +215,9 @@ class CallPlan:
     dynamic, through Dynamo or the AOT front-end, with or without CUDA graphs."""
 
     calls: int = 2
-    variant: str | None = None  # "shape" | "relation" | "dtype" | "aliasing"
+    # The variant call's relationships to call 0, "+"-joined CALL_RELATIONS (Note [Call
+    # relationships]); None: no variant call.
+    variant: str | None = None
     backward: bool = True
     tangents: str = "randn"  # "randn" | "ones"
     second_backward: str | None = None  # None | "retain" | "no_retain"
@@ -198,6 +238,10 @@ class CallPlan:
     # A campaign's default mix sets it on the cases it draws for Inductor, so the case keeps
     # it through shrinking, saving and replay.
     backend: str | None = None
+    # Calls after the variant call, each with its own relationships to call 0 (a variant
+    # string each): a sequence such as overlapping -> independent -> no_grad, judged call by
+    # call (oracles/guards.py). Only drawn with a variant call.
+    sequence: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -325,6 +369,20 @@ def validate(spec: ProgramSpec) -> None:
     for i, stmt in enumerate(spec.body):
         if stmt.ctx is not None and stmt.ctx not in CONTEXTS:
             raise SpecError(f"body[{i}].ctx: expected one of {CONTEXTS}, got {stmt.ctx!r}")
+    for where, variant in (
+        ("plan.variant", spec.plan.variant),
+        *((f"plan.sequence[{k}]", v) for k, v in enumerate(spec.plan.sequence)),
+    ):
+        if (variant is not None or where != "plan.variant") and (
+            not isinstance(variant, str)
+            or not variant
+            or any(t not in CALL_RELATIONS for t in variant_tokens(variant))
+        ):
+            raise SpecError(
+                f"{where}: expected '+'-joined relations of {CALL_RELATIONS}, got {variant!r}"
+            )
+    if spec.plan.sequence and spec.plan.variant is None:
+        raise SpecError("plan.sequence: calls after a variant call need a variant call")
     if spec.plan.backend not in (None, *PLAN_BACKENDS):
         raise SpecError(
             f"plan.backend: expected None or one of {PLAN_BACKENDS}, got {spec.plan.backend!r}"

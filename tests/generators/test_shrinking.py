@@ -8,6 +8,7 @@ layout and grad kind.
 from __future__ import annotations
 
 import pytest
+import torch
 from hypothesis import HealthCheck, find, settings
 
 from generators import ProgramSpec, materialize, programs
@@ -36,8 +37,10 @@ def mutated_input_aliases_another(spec: ProgramSpec) -> bool:
         if stmt.op not in INPLACE or not str(stmt.args[0]).startswith("a"):
             continue
         x = args[int(str(stmt.args[0])[1:])]
+        if type(x) is not torch.Tensor:  # a wrapper subclass has no storage of its own
+            continue
         for y in args:
-            if y is not x and hasattr(y, "untyped_storage") and y.numel() and x.numel():
+            if y is not x and type(y) is torch.Tensor and y.numel() and x.numel():
                 if y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr():
                     return True
     return False

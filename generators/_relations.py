@@ -1,0 +1,154 @@
+"""A later call's relationships to call 0 (Note [Call relationships] in
+pyfy_fuzz/schema/spec.py), as real functions.
+
+The rendered program defines them (their source, through `inspect.getsource`), and so does a
+repro.py: eager, torch.compile, the pythonified file and a pasted repro build a later call's
+arguments with this one implementation. Written as the program shows them: no annotations
+(the program imports only torch), and only `torch` and each other by name; this module
+never calls them (nor imports torch), so the torch-free repro writer can use it. Shape, dtype and
+"relation" change the roots as they are drawn (`_root` in the program); "aliasing" is the
+program's own `make_inputs` branch (it knows which arguments the spec aliased).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the program imports torch; here they are source, never called
+    import torch
+
+__all__ = [
+    "RELATE_FUNCTIONS",
+    "RELATE_TOKENS",
+    "RELATION_FUNCTIONS",
+    "detached",
+    "relate",
+    "relations_source",
+    "to_leaf",
+    "to_nonleaf",
+    "to_overlapping",
+    "to_strided",
+    "variant_context",
+]
+
+
+def to_overlapping(args):  # type: ignore[no-untyped-def]
+    """overlap: two arguments that share nothing and need no grad become views of one storage,
+    the second shifted by one element (so they partially overlap), with call 0's values."""
+    args = list(args)
+    free = [
+        i
+        for i, a in enumerate(args)
+        if type(a) is torch.Tensor
+        and not a.requires_grad
+        and a.numel() >= 2
+        and a._base is None
+        and sum(a is b for b in args) == 1
+    ]
+    pairs = [(i, j) for i in free for j in free if i < j and args[i].dtype == args[j].dtype]
+    if pairs:
+        i, j = pairs[0]
+        a, b = args[i], args[j]
+        store = torch.empty(max(a.numel(), b.numel() + 1), dtype=a.dtype, device=a.device)
+        store[: a.numel()].copy_(a.reshape(-1))
+        store[1 : b.numel() + 1].copy_(b.reshape(-1))
+        args[i] = store[: a.numel()].view(a.shape)
+        args[j] = store[1 : b.numel() + 1].view(b.shape)
+    return tuple(args)
+
+
+def to_nonleaf(args):  # type: ignore[no-untyped-def]
+    """nonleaf: leaf arguments requiring grad become clones of such a leaf."""
+    return tuple(
+        a.detach().requires_grad_().clone()
+        if type(a) is torch.Tensor and a.requires_grad and a.is_leaf
+        else a
+        for a in args
+    )
+
+
+def to_leaf(args):  # type: ignore[no-untyped-def]
+    """leaf: non-leaf arguments requiring grad become leaves requiring grad."""
+    return tuple(
+        a.detach().requires_grad_()
+        if type(a) is torch.Tensor and a.requires_grad and not a.is_leaf
+        else a
+        for a in args
+    )
+
+
+def detached(args):  # type: ignore[no-untyped-def]
+    """no_requires_grad: arguments requiring grad are detached."""
+    return tuple(a.detach() if type(a) is torch.Tensor and a.requires_grad else a for a in args)
+
+
+def to_strided(args):  # type: ignore[no-untyped-def]
+    """strided: contiguous leaf arguments sharing memory with no other argument become leaves
+    over every other element of a storage twice as long (same values, same requires_grad)."""
+    ptrs = [a.untyped_storage().data_ptr() if type(a) is torch.Tensor else 0 for a in args]
+    out = []
+    for a, ptr in zip(args, ptrs, strict=True):
+        if type(a) is torch.Tensor and a.dim() and a.is_contiguous() and a.is_leaf:
+            if a._base is None and ptrs.count(ptr) == 1:
+                wide = a.new_zeros(a.shape[:-1] + (2 * a.shape[-1],))  # dtype, device
+                b = wide[..., ::2].detach()  # a leaf of its own
+                a = b.copy_(a.detach()).requires_grad_(a.requires_grad)
+        out.append(a)
+    return tuple(out)
+
+
+def relate(args, variant):  # type: ignore[no-untyped-def]
+    """Call 0's arguments (fresh ones of this call's seed) changed as `variant` says; an
+    argument a relationship does not apply to stays as it is."""
+    tokens = variant.split("+") if variant else []
+    for token, change in (
+        ("overlap", to_overlapping),
+        ("nonleaf", to_nonleaf),
+        ("leaf", to_leaf),
+        ("no_requires_grad", detached),
+        ("strided", to_strided),
+    ):
+        if token in tokens:
+            args = change(args)
+    return tuple(args)
+
+
+def variant_context(variant):  # type: ignore[no-untyped-def]
+    """The context a variant call runs under: "no_grad", "inference_mode", or None."""
+    tokens = variant.split("+") if variant else []
+    for context in ("no_grad", "inference_mode"):
+        if context in tokens:
+            return context
+    return None
+
+
+RELATION_FUNCTIONS = (
+    to_overlapping,
+    to_nonleaf,
+    to_leaf,
+    detached,
+    to_strided,
+    relate,
+    variant_context,
+)
+# Each relationship relate() makes -> the function that makes it (a repro calls them directly).
+RELATE_FUNCTIONS = {
+    "overlap": to_overlapping,
+    "nonleaf": to_nonleaf,
+    "leaf": to_leaf,
+    "no_requires_grad": detached,
+    "strided": to_strided,
+}
+
+
+# The relationships relate() makes; the others change the roots (_root) or the call's context.
+RELATE_TOKENS = tuple(RELATE_FUNCTIONS)
+
+
+def relations_source() -> str:
+    """The functions' source, as the rendered program and a repro define them."""
+    return "\n\n".join(
+        inspect.getsource(fn).replace("  # type: ignore[no-untyped-def]", "")
+        for fn in RELATION_FUNCTIONS
+    )

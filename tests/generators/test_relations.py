@@ -1,0 +1,150 @@
+"""Call relationships (Note [Call relationships]): each token changes what it says in the
+rendered program's arguments, `variant_changes` predicts exactly when it changes something,
+plans carry sequences of such calls, and the guard oracle judges every call of a sequence."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import oracles
+from generators import materialize, programs
+from generators._spec import (
+    CALL_RELATIONS,
+    CallPlan,
+    InputSpec,
+    OutSpec,
+    ProgramSpec,
+    RootSpec,
+    SpecError,
+    Stmt,
+    spec_from_dict,
+)
+from generators.source import RELATE_TOKENS, variant_changes
+from oracles import Evidence
+from pyfy_fuzz.observe import Target, observe_subject
+
+# a0 mutated, a1 read: their overlap decides the result; a2 a leaf requiring grad
+TWO = ProgramSpec(
+    family="input_mutation",
+    roots=(RootSpec((2, 3)), RootSpec((2, 3)), RootSpec((3,), grad="leaf")),
+    inputs=(InputSpec("root", root=0), InputSpec("root", root=1), InputSpec("root", root=2)),
+    body=(
+        Stmt("mul_", ("a0", 2)),
+        Stmt("add", ("a0", "a1"), ("v0",)),
+        Stmt("mul", ("v0", "a2"), ("v1",)),
+    ),
+    outputs=(OutSpec("ref", "v1"),),
+    plan=CallPlan(calls=1, variant="overlap", sequence=("nonleaf+strided", "no_grad")),
+)
+
+
+def _facts(args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    """What a relationship may change about the arguments, per argument, plus which overlap."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    facts: list[tuple[Any, ...]] = [
+        (type(t), tuple(t.shape), t.dtype, t.stride(), t.requires_grad, t.is_leaf)
+        + (t._base is not None, tuple(j for j, u in enumerate(tensors) if u is t))
+        for t in tensors
+    ]
+    sharing = [
+        (i, j)
+        for i, a in enumerate(tensors)
+        for j, b in enumerate(tensors)
+        if i < j
+        and type(a) is torch.Tensor
+        and type(b) is torch.Tensor
+        and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+        and a.numel()
+    ]
+    return [*facts, tuple(sharing)]
+
+
+def test_each_relationship_changes_what_it_says() -> None:
+    program = materialize(replace(TWO, plan=CallPlan(calls=1)))
+    a0, a1, a2 = program.make_inputs(0)
+    o0, o1, _ = program.make_inputs(0, "overlap")
+    assert o0.untyped_storage().data_ptr() == o1.untyped_storage().data_ptr()
+    assert o1.storage_offset() == 1 and o0.shape == a0.shape and o1.shape == a1.shape
+    torch.testing.assert_close(o1, a1)  # the values of call 0's seed, in the new layout
+    *_, n2 = program.make_inputs(0, "nonleaf")
+    assert n2.requires_grad and not n2.is_leaf
+    s0, *_ = program.make_inputs(0, "strided")
+    assert s0.stride() == (6, 2) and s0._base is None
+    torch.testing.assert_close(s0, a0)
+    *_, d2 = program.make_inputs(0, "no_requires_grad")
+    assert not d2.requires_grad
+    both = program.make_inputs(0, "nonleaf+strided")
+    assert both[0].stride() == (6, 2) and not both[2].is_leaf
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(programs(), st.sampled_from([t for t in CALL_RELATIONS if t not in ("no_grad",)]))
+def test_variant_changes_predicts_what_make_inputs_does(spec: ProgramSpec, token: str) -> None:
+    """A relationship `variant_changes` says applies changes the arguments (contexts change
+    the call, not the arguments); relate()'s relationships change them exactly then."""
+    spec = replace(spec, plan=replace(spec.plan, variant=None, sequence=()))
+    program = materialize(spec)
+    try:
+        variant_args = program.make_inputs(0, token)
+    except RuntimeError:  # a view that no longer fits the grown root: never drawn
+        assert not variant_changes(spec, token), (token, spec)
+        return
+    changed = _facts(variant_args) != _facts(program.make_inputs(0))
+    if token == "inference_mode":
+        assert not changed
+    elif token in RELATE_TOKENS:  # relate()'s own rules, mirrored exactly
+        assert changed == variant_changes(spec, token), (token, spec)
+    else:  # never drawn where it changes nothing (drawn a little less than it could be)
+        assert changed or not variant_changes(spec, token), (token, spec)
+
+
+def test_a_sequence_needs_a_variant_call_and_known_relationships() -> None:
+    with pytest.raises(SpecError, match="need a variant call"):
+        spec_from_dict({**_dict(TWO), "plan": {**_dict(TWO)["plan"], "variant": None}})
+    with pytest.raises(SpecError, match="plan.sequence\\[1\\]"):
+        bad = {**_dict(TWO)["plan"], "sequence": ["overlap", "sideways"]}
+        spec_from_dict({**_dict(TWO), "plan": bad})
+    assert ProgramSpec.from_json(TWO.to_json()) == TWO
+
+
+def _dict(spec: ProgramSpec) -> dict[str, Any]:
+    import json
+
+    return dict(json.loads(spec.to_json()))
+
+
+def _observe(spec: ProgramSpec, wrap: Any, name: str) -> Any:
+    program = materialize(spec)
+    fn = program.make_fn()
+    return observe_subject(program, Target(name, wrap(fn) if wrap else fn))
+
+
+def test_every_call_of_a_sequence_is_judged() -> None:
+    """A subject that ignores that its arguments overlap (it computes on copies) is right on
+    call 0 and the variant call, and wrong on the sequence's overlapping call."""
+
+    def on_copies_when_overlapping(fn: Any) -> Any:
+        def call(*args: Any) -> Any:
+            a0, a1, a2 = args
+            if a0.untyped_storage().data_ptr() == a1.untyped_storage().data_ptr():
+                out = fn(a0.clone(), a1.clone(), a2)
+                a0.mul_(2)
+                return out
+            return fn(*args)
+
+        return call
+
+    spec = replace(TWO, plan=CallPlan(calls=1, variant="strided", sequence=("no_grad", "overlap")))
+    eager = _observe(spec, None, "eager")
+    compiled = _observe(spec, on_copies_when_overlapping, "torch.compile")
+    assert [c.variant for c in eager.sequence] == ["no_grad", "overlap"]
+    assert eager.sequence[0].grads is None  # no_grad: nothing requires grad, no backward
+    found = oracles.check_all(Evidence(eager=eager, compiled=compiled, pythonified=None))
+    (f,) = [f for f in found if f.oracle == "guards"]
+    assert "sequence call 1 (overlap): output 0: values differ" in f.explanation
