@@ -38,6 +38,15 @@ from ._spec import (
 
 Draw = Callable[[st.SearchStrategy[Any]], Any]
 
+# view(dtype) partners: the same element size, so a view keeps its geometry (pytorch#194747:
+# aliased arguments of two dtypes over one storage, one mutated).
+DTYPE_PARTNER = {
+    "float64": "int64",
+    "int64": "float64",
+    "float16": "bfloat16",
+    "bfloat16": "float16",
+}
+
 # Index 0 is what shrinking reaches; the table's repeats set the odds.
 _DTYPE_TABLE = (
     ("float32",) * 12 + ("float64",) * 3 + ("float16", "bfloat16") + ("int64",) * 2 + ("bool",)
@@ -121,11 +130,14 @@ class Builder:
         layout: str | None = None,
         subclass: str | None = None,
         nonempty: bool = False,
+        shape: tuple[int, ...] | None = None,
     ) -> Val:
-        ndim = self.integer(ndim_min, max(ndim_min, 3))
-        # Wrapper subclasses need inner tensors with equal strides; empty ones may differ.
-        nonempty = nonempty or subclass is not None
-        shape = tuple(self.integer(1, 4) if nonempty else self.dim() for _ in range(ndim))
+        if shape is None:
+            ndim = self.integer(ndim_min, max(ndim_min, 3))
+            # Wrapper subclasses need inner tensors with equal strides; empty ones may differ.
+            nonempty = nonempty or subclass is not None
+            shape = tuple(self.integer(1, 4) if nonempty else self.dim() for _ in range(ndim))
+        ndim = len(shape)
         dtype = dtype or ("float32" if subclass else self.dtype())
         if layout is None:
             layouts = ["contiguous"]
@@ -192,7 +204,10 @@ class Builder:
     def input_root(self, root: Val) -> Val:
         return self._bind_input(InputSpec("root", root=self.root_vals.index(root)), root)
 
-    def input_view(self, root: Val, max_steps: int = 2) -> Val:
+    def input_view(self, root: Val, max_steps: int = 2, as_dtype: bool = False) -> Val:
+        """Views of root (one or two); `as_dtype`: then read as the partner dtype, where the
+        dtype has one and nothing requires grad (the same draws either way, so shrinking can
+        drop the dtype view)."""
         steps: list[ViewStep] = []
         val = root
         for _ in range(self.integer(1, max_steps)):
@@ -201,6 +216,11 @@ class Builder:
                 break
             steps.append(step[0])
             val = step[1]
+        if as_dtype and val.dtype in DTYPE_PARTNER and not val.requires_grad and not val.subclass:
+            step_ = ViewStep("view_dtype", (DTYPE_PARTNER[val.dtype],))
+            steps.append(step_)
+            val = self.view_val(val, step_.op, step_.args, val.geom, val.shape)
+            event("aim: inputs/dtype_aliases")
         if not steps:  # no legal view: pass the root itself
             return self.input_root(root)
         spec = InputSpec("view", root=self.root_vals.index(root), views=tuple(steps))
@@ -232,6 +252,15 @@ class Builder:
         step = ViewStep("as_strided", (size, stride, offset))
         event("input: storage shared through set_")
         spec = InputSpec("set_shared", root=self.root_vals.index(root), views=(step,))
+        return self._bind_input(spec, val)
+
+    def input_window(
+        self, root: Val, size: tuple[int, ...], stride: tuple[int, ...], offset: int
+    ) -> Val:
+        """An argument that is root.as_strided(size, stride, offset): a window of its storage."""
+        step = ViewStep("as_strided", (size, stride, offset))
+        val = self.view_val(root, step.op, step.args, Geometry(size, stride, offset), size)
+        spec = InputSpec("view", root=self.root_vals.index(root), views=(step,))
         return self._bind_input(spec, val)
 
     def input_int(self) -> None:
@@ -272,16 +301,41 @@ class Builder:
             options.append("diagonal")
         if allow_as_strided and v.geom is not None and not v.subclass:
             options.append("as_strided")
+        if any(v.shape):
+            options.append("unfold")  # windows that overlap where the step is below the size
+        if v.dtype in DTYPE_PARTNER and not v.requires_grad and not v.subclass:
+            options.append("view_dtype")  # the same bytes as another dtype
         op = self.pick(options)
         step = self._view_args(v, op)
         if step is None:
             return None
         args, geom, shape = step
-        if op == "as_strided":
-            event("view: as_strided")
+        if op in ("as_strided", "unfold", "view_dtype", "diagonal", "expand"):
+            event(f"view: {op}")
+        return ViewStep(op, args), self.view_val(v, op, args, geom, shape)
+
+    def offset_slice(self, v: Val, d: int) -> tuple[ViewStep, Val]:
+        """v[1:] along dim d (of size >= 2): a view whose storage offset is past v's."""
+        n = v.shape[d]
+        shape = v.shape[:d] + (n - 1,) + v.shape[d + 1 :]
+        g = v.geom
+        geom = None if g is None else Geometry(shape, g.stride, g.offset + g.stride[d])
+        args = (d, 1, n, 1)
+        return ViewStep("slice", args), self.view_val(v, "slice", args, geom, shape)
+
+    def view_val(
+        self,
+        v: Val,
+        op: str,
+        args: tuple[Any, ...],
+        geom: Geometry | None,
+        shape: tuple[int, ...],
+    ) -> Val:
+        """The value of view `op(args)` of v, as eager makes it in the current grad mode."""
         rg = v.requires_grad and self.grad_on
         val = replace(
             v,
+            dtype=str(args[0]) if op == "view_dtype" else v.dtype,
             geom=geom,
             shape=shape,
             is_view=True,
@@ -295,7 +349,7 @@ class Builder:
             input_index=None,
             param=False,
         )
-        return ViewStep(op, args), val
+        return val
 
     def _view_args(
         self, v: Val, op: str
@@ -390,6 +444,16 @@ class Builder:
             assert g is not None
             w_size, w_stride, w_off = self._strided_window(v.storage_numel)
             return (w_size, w_stride, w_off), Geometry(w_size, w_stride, w_off), w_size
+        if op == "unfold":  # dim d cut into windows of `size` elements, `step` apart
+            d = self.pick([i for i, n in enumerate(shape) if n])
+            size, step = self.integer(1, shape[d]), self.integer(1, 2)
+            new_shape = shape[:d] + ((shape[d] - size) // step + 1,) + shape[d + 1 :] + (size,)
+            if g is None:
+                return (d, size, step), None, new_shape
+            stride = g.stride[:d] + (g.stride[d] * step,) + g.stride[d + 1 :] + (g.stride[d],)
+            return (d, size, step), geom_of(new_shape, stride, g.offset), new_shape
+        if op == "view_dtype":  # same element size: the geometry stays
+            return (DTYPE_PARTNER[v.dtype],), g, shape
         raise AssertionError(op)
 
     # ------------------------------------------------------------------ the result

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from pyfy_fuzz.schema.config import CATALOGUE
 
-from ._build import Builder, Profile
+from ._build import DTYPE_PARTNER, Builder, Profile
 from ._model import Geometry, Val, contiguous_strides, numel, overlap
 from ._render import variant_changes
 from ._spec import (
@@ -92,13 +92,17 @@ def _plain_inputs(b: Builder, lo: int = 1) -> None:
 
 
 def _mutable_root(
-    b: Builder, ndim_min: int = 0, nonempty: bool = False, grad: str | None = None
+    b: Builder,
+    ndim_min: int = 0,
+    nonempty: bool = False,
+    grad: str | None = None,
+    dtype: str | None = None,
 ) -> Val:
     """A root whose memory may be written in place: no leaf requiring grad, no expand."""
     layouts = ["contiguous", "offset"] + (["strided"] if ndim_min else [])
     layout = "contiguous" if not b.chance(3) else b.pick(layouts)
     grad = grad or b.pick(("none", "nonleaf"))
-    return b.add_root(ndim_min=ndim_min, grad=grad, layout=layout, nonempty=nonempty)
+    return b.add_root(ndim_min=ndim_min, grad=grad, layout=layout, nonempty=nonempty, dtype=dtype)
 
 
 def _forced_mutation(b: Builder, target: Val, ctx: str | None = "draw") -> None:
@@ -134,15 +138,8 @@ def _synthetic_base(b: Builder) -> None:
     shared = shape.endswith("set_")
     root = _mutable_root(b, ndim_min=1, nonempty=True, grad="none" if shared else None)
     event(f"aliasing: {shape}")
-    aliased: list[Val] = []
-    for part in shape.split("+") if "+" in shape else [shape[4:]] * 2:
-        made = None
-        if part == "base":
-            made = b.input_root(root)
-        elif part == "set_":
-            made = b.input_set_shared(root)
-        made = made or b.input_view(root)
-        aliased.append(made)
+    parts = shape.split("+") if "+" in shape else [shape[4:]] * 2
+    aliased = [_alias(b, root, part) for part in parts]
     if b.chance(3):
         b.input_root(b.add_root(grad="none" if shared else None))
     a, c = aliased
@@ -152,6 +149,12 @@ def _synthetic_base(b: Builder) -> None:
         # AOT needs no synthetic base for disjoint aliases; mostly, pass the base as well.
         aliased.append(b.input_root(root))
     event("aim: synthetic_base/" + ("nd" if max(a.ndim, c.ndim) > 1 else "1d"))
+    _mutate_one_read_the_others(b, aliased)
+
+
+def _mutate_one_read_the_others(b: Builder, aliased: list[Val]) -> None:
+    """One alias that touches another written in place (sometimes its metadata first), every
+    other read: Dynamo drops arguments the graph never reads."""
     touching = [v for v in aliased if any(w is not v and overlap(v, w) for w in aliased)]
     writable = [v for v in touching if mutable(b, v, grad_on=False)]
     target = b.vals[b.pick(writable or touching or aliased).name]
@@ -167,6 +170,38 @@ def _synthetic_base(b: Builder) -> None:
             _return_new(b, partial(stmt_unary, b, target=b.vals[other.name]))
 
 
+def _alias(b: Builder, root: Val, part: str) -> Val:
+    """One aliased argument of root: the root itself, a set_-shared tensor, or views of it."""
+    made = None
+    if part == "base":
+        made = b.input_root(root)
+    elif part == "set_":
+        made = b.input_set_shared(root)
+    return made or b.input_view(root)
+
+
+def _windows(b: Builder) -> tuple[Val, list[Val]]:
+    """Two n-D windows of one storage with equal strides (rows padded or not), the second
+    shifted along one dimension by fewer steps than the window is long there: a partial
+    overlap, row-shifted (dim 0) or column-shifted (the last)."""
+    rank = b.integer(2, 3)
+    size = tuple(b.integer(2, 3) for _ in range(rank))
+    pad = b.integer(0, 1)
+    stride = [1]
+    for n in reversed(size[1:]):
+        stride.insert(0, stride[0] * n + pad)
+    d = b.integer(0, rank - 1)
+    shift = b.integer(1, size[d] - 1) * stride[d]
+    extent = sum((n - 1) * st for n, st in zip(size, stride, strict=True)) + 1
+    root = b.add_root(
+        shape=(extent + shift,), grad=b.pick(("none", "nonleaf")), layout="contiguous"
+    )
+    event("aim: inputs/nd_windows")
+    event(f"aliasing: windows shifted along dim {d} of {rank}")
+    first = b.input_window(root, size, tuple(stride), 0)
+    return root, [first, b.input_window(root, size, tuple(stride), shift)]
+
+
 def _input_mutation(b: Builder) -> None:
     _plain_inputs(b)
     ins = tensors(b, lambda v: v.input_index is not None)
@@ -174,7 +209,27 @@ def _input_mutation(b: Builder) -> None:
     if not writable:  # e.g. only expanded roots: add one that can be written
         writable = [b.input_root(_mutable_root(b))]
     target = b.pick(writable)
-    kind = b.pick(("data", "data", "metadata", "grad_mode"))
+    kind = b.pick(
+        ("data", "data", "metadata", "grad_mode", "nonleaf view", "dtype alias", "windows")
+    )
+    if kind in ("dtype alias", "windows"):  # issue 17's aliased arguments, one written
+        if kind == "windows":
+            _, aliased = _windows(b)
+        else:  # pytorch#194747: one storage read as two dtypes
+            dtype = b.pick(tuple(DTYPE_PARTNER))
+            root = _mutable_root(b, ndim_min=1, nonempty=True, grad="none", dtype=dtype)
+            aliased = [b.input_root(root), b.input_view(root, as_dtype=True)]
+        _mutate_one_read_the_others(b, aliased)
+        return
+    if kind == "nonleaf view":  # a view of a non-leaf written where autograd does not record
+        root = b.add_root(ndim_min=1, nonempty=True, dtype="float32", grad="nonleaf")
+        view = b.input_view(root)
+        ctx = b.pick(("no_grad", "inference_mode"))
+        event(f"aim: inputs/nonleaf_view_written/{ctx}")
+        if stmt_inplace(b, target=view, ctx=ctx):
+            _return_new(b, lambda: stmt_unary(b, target=b.vals[view.name]), limit=1)
+            return
+        kind = "data"
     event(f"aim: runtime/input_mutation/{kind}")
     if kind == "metadata" and stmt_metadata(b, target=target):
         return
@@ -185,7 +240,15 @@ def _input_mutation(b: Builder) -> None:
 
 def _output_aliasing(b: Builder) -> None:
     _plain_inputs(b)
-    kinds = ("input", "base too", "input view", "intermediate view", "twice", "views of one base")
+    kinds = (
+        "input",
+        "base too",
+        "input view",
+        "intermediate view",
+        "twice",
+        "views of one base",
+        "offset view after a write",
+    )
     kind = b.pick(kinds)
     event(f"aim: output alias: {kind}")
     ins = tensors(b, lambda v: v.input_index is not None)
@@ -194,6 +257,8 @@ def _output_aliasing(b: Builder) -> None:
     if kind == "base too":  # AOTAutograd tells this alias apart only when it requires grad
         ins = [v for v in ins if v.requires_grad] or ins
     x = b.pick(ins)
+    if kind == "offset view after a write" and _offset_view_after_write(b, x):
+        return
     if kind == "input":
         # Dynamo hands back an unmutated input itself; only a mutated one reaches AOT.
         if stmt_inplace(b, target=x) or stmt_inplace(b, target=x, ctx="no_grad"):
@@ -213,6 +278,29 @@ def _output_aliasing(b: Builder) -> None:
     if kind == "twice":
         refs = [refs[-1], refs[-1]]
     b.outputs += [OutSpec("ref", ref=r) for r in refs]
+
+
+def _offset_view_after_write(b: Builder, x: Val) -> bool:
+    """x (or a view of it: a sibling of the output) written in place, then x[1:] along a
+    dimension returned: a view with a storage offset, regenerated from a mutated base."""
+    dims = [d for d, n in enumerate(x.shape) if n >= 2]
+    if not dims:
+        return False
+    target = x
+    if b.chance(2):  # the sibling: a view of x written, the output another view of x
+        made = _new_values(b, lambda: _view_of(b, x))
+        target = b.vals[made[-1]] if made else x
+    sibling = target is not x
+    if not (stmt_inplace(b, target=target) or stmt_inplace(b, target=target, ctx="no_grad")):
+        return False
+    x = b.vals[x.name]
+    step, val = b.offset_slice(x, b.pick(dims))
+    val = replace(val, name=b.fresh_name())
+    bind(b, val, Stmt("view", (x.name, step.op, *step.args), (val.name,)))
+    b.outputs.append(OutSpec("ref", ref=val.name))
+    event("aim: inputs/offset_view_after_write")
+    event("output alias: offset view after " + ("a sibling's write" if sibling else "a write"))
+    return True
 
 
 def _new_values(b: Builder, make: Callable[[], object]) -> list[str]:

@@ -408,6 +408,10 @@ def view_expr(src: str, op: str, args: tuple[object, ...]) -> str:
     if op == "as_strided":
         size, stride, offset = args
         return f"{src}.as_strided({ints_literal(size)}, {ints_literal(stride)}, {offset})"
+    if op == "unfold":
+        return f"{src}.unfold({args[0]}, {args[1]}, {args[2]})"
+    if op == "view_dtype":
+        return f"{src}.view({DTYPE_BY_NAME[str(args[0])]})"
     raise ValueError(f"unknown view op {op!r}")
 
 
@@ -587,16 +591,16 @@ def variant_changes(spec: ProgramSpec, variant: str | None = None) -> bool:
 
 def _builds(spec: ProgramSpec, tokens: tuple[str, ...]) -> bool:
     """Whether make_inputs can build the call: a grown root keeps its slices, selects and
-    transposes, but a reshape or expand to call 0's sizes no longer fits it (a plan whose
-    later call cannot be built is drawn without that call, never run to fail)."""
+    transposes, but a reshape or expand to call 0's sizes no longer fits it, nor a
+    view(dtype) a root of another dtype (a plan whose later call cannot be built is drawn
+    without that call, never run to fail)."""
     grown = {i.root for i in spec.inputs if i.kind != "int" and "shape" in tokens}
     if "relation" in tokens:
         grown.add(0)
-    return not any(
-        i.kind == "view" and i.root in grown and s.op in ("reshape", "expand")
-        for i in spec.inputs
-        for s in i.views
-    )
+    steps = [(i.root, s.op) for i in spec.inputs if i.kind == "view" for s in i.views]
+    if "dtype" in tokens and any(op == "view_dtype" for _, op in steps):
+        return False  # a root of another dtype has another element size than its partner
+    return not any(root in grown and op in ("reshape", "expand") for root, op in steps)
 
 
 def _token_changes(spec: ProgramSpec, token: str) -> bool:

@@ -65,6 +65,18 @@ BY_DESIGN: tuple[ByDesign, ...] = (
         "(oracles/versions.py, Note [Version counters]); by how much never is.",
     ),
     ByDesign(
+        "net-noop-mutation-version",
+        "versions",
+        "the call changes an input in place and back (unsqueeze_ then squeeze_; a write of "
+        "the values it holds): eager bumps its version counter, torch.compile does not",
+        "AOTAutograd decides what an input mutation is by comparing the input before and "
+        "after the traced function (collect_metadata_analysis: has_metadata_mutation compares "
+        "sizes, strides and offset): changes that cancel out are no mutation, so nothing is "
+        "replayed on the input and its counter does not move. The values and geometry are "
+        "eager's, which the mutation oracle checks; the counter of any input the call leaves "
+        "changed is still compared.",
+    ),
+    ByDesign(
         "partitioner-saved-tensors",
         "mutation",
         "after the arguments' version counters are bumped (values unchanged), backward raises "

@@ -226,6 +226,9 @@ class CallObs:
     # Whether it moved is compared, not by how much (Note [Version counters] in
     # oracles/versions.py).
     versions_moved: tuple[str, ...] | None = None
+    # The inputs whose geometry and values the call left exactly as they were (a write of the
+    # same values, in-place metadata changes that cancel out); None where the call raised.
+    unchanged: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -429,11 +432,16 @@ def _recording(
     whose version counter the call itself moved (read right before and after it)."""
 
     def call(*a: Any) -> Any:
-        before = _versions(named)
+        before, states = _versions(named), [_state(t) for _, t in named]
         out = target.call(*a)
         box["out"] = out
         box["moved"] = tuple(
             n for (n, _), b, v in zip(named, before, _versions(named), strict=True) if b != v
+        )
+        box["unchanged"] = tuple(
+            n
+            for (n, t), s in zip(named, states, strict=True)
+            if s is not None and _same_state(s, _state(t))
         )
         return out
 
@@ -481,6 +489,7 @@ def observe_call(
         leaves=tuple(leaf_names),
         hooks=tuple(str(x) for x in log) if isinstance(log, list) else (),
         versions_moved=box.get("moved"),
+        unchanged=box.get("unchanged"),
     )
     if result is not None:
         second = result["second"]
@@ -495,6 +504,18 @@ def observe_call(
             ),
         )
     return obs, leaves
+
+
+def _state(t: torch.Tensor) -> tuple[Any, ...] | None:
+    """A plain tensor's geometry and a copy of its values (None for a wrapper subclass)."""
+    if type(t) not in (torch.Tensor, torch.nn.Parameter):
+        return None
+    with torch.no_grad():
+        return (tuple(t.shape), t.stride(), t.storage_offset(), t.detach().clone())
+
+
+def _same_state(a: tuple[Any, ...], b: tuple[Any, ...] | None) -> bool:
+    return b is not None and a[:3] == b[:3] and bitwise_equal(a[3], b[3])
 
 
 def _versions(named: list[tuple[str, torch.Tensor]]) -> list[int | None]:

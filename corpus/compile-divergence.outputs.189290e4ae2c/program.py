@@ -173,9 +173,11 @@ def _unalias(t):
 
 
 def to_overlapping(args):
-    """overlap: two arguments that share nothing and need no grad become views of one storage,
-    the second shifted by one element (so they partially overlap), with call 0's values."""
+    """overlap: two arguments that share memory with no other and need no grad become views
+    of one storage, the second shifted by one element (a partial overlap), with call 0's
+    values."""
     args = list(args)
+    ptrs = [a.untyped_storage().data_ptr() if type(a) is torch.Tensor else 0 for a in args]
     free = [
         i
         for i, a in enumerate(args)
@@ -183,7 +185,7 @@ def to_overlapping(args):
         and not a.requires_grad
         and a.numel() >= 2
         and a._base is None
-        and sum(a is b for b in args) == 1
+        and ptrs.count(ptrs[i]) == 1
     ]
     pairs = [(i, j) for i in free for j in free if i < j and args[i].dtype == args[j].dtype]
     if pairs:

@@ -10,7 +10,8 @@ finding's identity does not depend on the module it tests.
 
 from __future__ import annotations
 
-from .spec import CALL_RELATIONS, ProgramSpec, variant_tokens
+from .spec import CALL_RELATIONS as _RELATIONS
+from .spec import ProgramSpec, variant_tokens
 
 __all__ = [
     "ALL_PATHS",
@@ -50,16 +51,28 @@ OUTPUT_ALIAS_KINDS = (
     "custom_function_view",
 )
 
+_INPUT_VIEWS = ("unfold", "view_dtype", "diagonal", "expand", "transpose", "as_strided")
+
 # Paths a case's spec reaches, read off the spec (`spec_paths`), not off a compile: the
 # relationships its later calls have to call 0 (Note [Call relationships]) and whether it
 # runs a sequence of them. The report counts them with the wrapper paths; finding
 # signatures leave them out (`signature_paths`): they say what was tried, and a finding's
 # identity is what went wrong and where in the wrappers.
 SPEC_PATHS: tuple[str, ...] = (
-    *(f"plan/relation/{t}" for t in CALL_RELATIONS),
+    *(f"plan/relation/{t}" for t in _RELATIONS),
     "plan/sequence",
+    # the arguments' aliasing: views of the kinds issue 17 asked for, two partially
+    # overlapping n-D windows of one storage, a storage read as two dtypes
+    *(f"inputs/view/{op}" for op in _INPUT_VIEWS),
+    "inputs/nd_windows",
+    "inputs/dtype_aliases",
+    # what the body does to them: a view with a storage offset returned after a write; a
+    # view of a non-leaf written where autograd does not record
+    "inputs/offset_view_after_write",
+    "inputs/nonleaf_view_written/no_grad",
+    "inputs/nonleaf_view_written/inference_mode",
 )
-_SPEC_PREFIXES = ("plan/",)
+_SPEC_PREFIXES = ("plan/", "inputs/")
 
 # Every path `wrapper_paths` can name: the report lists those never reached first (they are
 # what the next generator work should aim at). A test keeps it a superset of what is emitted.
@@ -137,10 +150,78 @@ def signature_paths(paths: tuple[str, ...] | list[str]) -> list[str]:
 
 
 def spec_paths(spec: ProgramSpec) -> list[str]:
-    """The SPEC_PATHS a spec reaches: its later calls' relationships, its sequence."""
+    """The SPEC_PATHS a spec reaches: its later calls' relationships and sequence, its
+    arguments' aliasing, and what its body does to them."""
     tokens = {t for v in (spec.plan.variant, *spec.plan.sequence) for t in variant_tokens(v)}
-    found = [f"plan/relation/{t}" for t in CALL_RELATIONS if t in tokens]
-    return found + (["plan/sequence"] if spec.plan.sequence else [])
+    found = [f"plan/relation/{t}" for t in _RELATIONS if t in tokens]
+    found += ["plan/sequence"] if spec.plan.sequence else []
+    views = {s.op for i in spec.inputs if i.kind == "view" for s in i.views}
+    # a root laid out expanded or transposed is made by that view of its storage
+    layouts = {spec.roots[i.root].layout for i in spec.inputs if i.kind in ("root", "view")}
+    views |= {"expand"} if "expanded" in layouts else set()
+    views |= {"transpose"} if "transposed" in layouts else set()
+    found += [f"inputs/view/{op}" for op in _INPUT_VIEWS if op in views]
+    found += ["inputs/nd_windows"] if _windows(spec) else []
+    found += ["inputs/dtype_aliases"] if _dtype_aliases(spec) else []
+    found += ["inputs/offset_view_after_write"] if _offset_view_after_write(spec) else []
+    for ctx in ("no_grad", "inference_mode"):
+        if _nonleaf_view_written(spec, ctx):
+            found.append(f"inputs/nonleaf_view_written/{ctx}")
+    return found
+
+
+def _windows(spec: ProgramSpec) -> bool:
+    """Two arguments that are n-D as_strided windows of one root with equal strides and
+    different offsets."""
+    wins = [
+        (i.root, tuple(i.views[0].args[1]), i.views[0].args[2])
+        for i in spec.inputs
+        if i.kind == "view"
+        and len(i.views) == 1
+        and i.views[0].op == "as_strided"
+        and len(i.views[0].args[0]) >= 2
+    ]
+    return any(a[:2] == b[:2] and a[2] != b[2] for k, a in enumerate(wins) for b in wins[k + 1 :])
+
+
+def _dtype_aliases(spec: ProgramSpec) -> bool:
+    """An argument reads a root's storage as another dtype, and another argument reads it too."""
+    for k, i in enumerate(spec.inputs):
+        if i.kind == "view" and any(s.op == "view_dtype" for s in i.views):
+            if any(
+                j.kind in ("root", "view", "set_shared") and j.root == i.root
+                for m, j in enumerate(spec.inputs)
+                if m != k
+            ):
+                return True
+    return False
+
+
+_WRITES = ("add_", "mul_", "copy_", "fill_", "zero_", "sin_", "index_put_")
+
+
+def _offset_view_after_write(spec: ProgramSpec) -> bool:
+    """A returned view of an argument, sliced from index 1 on, taken after a write."""
+    returned = {o.ref for o in spec.outputs if o.kind == "ref"}
+    written = False
+    for s in spec.body:
+        written = written or s.op in _WRITES
+        if s.op == "view" and written and set(s.outs) & returned and str(s.args[0])[0] == "a":
+            if s.args[1] == "slice" and int(s.args[3]) >= 1:
+                return True
+    return False
+
+
+def _nonleaf_view_written(spec: ProgramSpec, ctx: str) -> bool:
+    """An argument that is a view of a non-leaf root, written in place under `ctx`."""
+    names = {
+        f"a{k}"
+        for k, i in enumerate(spec.inputs)
+        if i.kind == "view" and spec.roots[i.root].grad == "nonleaf"
+    }
+    return any(
+        s.op in _WRITES and s.ctx == ctx and s.args and s.args[0] in names for s in spec.body
+    )
 
 
 def reached(paths: list[str], family: str) -> bool:

@@ -138,7 +138,8 @@ class RootSpec:
 class ViewStep:
     """One view op: slice(dim, start, stop, step), transpose(d0, d1), unsqueeze(d),
     squeeze(d), select(d, i), reshape(*shape) (a view), expand(*shape), diagonal(),
-    as_strided(size, stride, offset)."""
+    as_strided(size, stride, offset), unfold(dim, size, step), view_dtype(dtype) (the same
+    bytes as a dtype of the same element size)."""
 
     op: str
     args: tuple[Any, ...] = ()

@@ -13,6 +13,7 @@ import torch
 
 import oracles
 from generators._spec import ViewStep
+from oracles.by_design import recording
 from oracles.versions import diff_versions
 
 from .helpers import evidence, observe, spec
@@ -117,3 +118,26 @@ def test_the_gradient_of_a_non_leaf_argument_is_compared() -> None:
     assert ev.eager.calls[0].leaves == ("a0",)
     (f,) = [f for f in oracles.check_all(ev) if f.oracle == "grads"]
     assert "grad of a0: values differ" in f.explanation
+
+
+def test_changes_that_cancel_out_are_no_mutation_to_torch_compile() -> None:
+    """unsqueeze_ then squeeze_: eager bumps the counter twice, AOTAutograd sees no mutation
+    (by_design: net-noop-mutation-version) -- excused for torch.compile alone."""
+    s = spec(
+        [("unsqueeze_", ("a0", 0), ()), ("squeeze_", ("a0", 0), ()), ("sin", ("a0",), ("v0",))],
+        ["v0"],
+        grad="none",
+    )
+
+    def unbumped(fn: Any) -> Any:
+        return lambda a0: a0.sin()
+
+    ev = evidence(s, compiled_wrap=unbumped, pythonified_wrap=unbumped)
+    assert ev.eager.calls[0].versions_moved == ("a0",) and ev.eager.calls[0].unchanged == ("a0",)
+    with recording() as excused:
+        found = oracles.check_all(ev)
+    assert not _versions(found) and "net-noop-mutation-version" in excused
+    # the file is judged on torch.compile, which it must match: no excuse there
+    ev = evidence(s, compiled_wrap=lambda fn: fn, pythonified_wrap=unbumped)
+    (f,) = _versions(oracles.check_all(ev))
+    assert f.subject == "pythonify"
