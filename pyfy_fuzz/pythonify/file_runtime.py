@@ -197,7 +197,9 @@ def _check_guards(flat):
                 raise PythonifyGuardError(
                     f"{src}: dim {d} is dynamic and was compiled for sizes >= 2, got {x.shape[d]}"
                 )
-        if stride is not None and tuple(x.stride()) != stride:
+        if stride is not None and any(
+            s is not None and s != a for s, a in zip(stride, x.stride(), strict=False)
+        ):
             raise PythonifyGuardError(f"{src}: expected stride {stride}, got {tuple(x.stride())}")
         if x.requires_grad != requires_grad:
             raise PythonifyGuardError(

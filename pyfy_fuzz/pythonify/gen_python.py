@@ -119,7 +119,8 @@ def _guard_section(g: GuardNode) -> str:
     )
     values = [(v.index, v.source) for v in g.values]
     return f"""# Guards: what the graph was compiled for. Each entry: (index, source, subclass type,
-# dtype, device, shape (None = dynamic dim), stride (None = not guarded), requires_grad).
+# dtype, device, shape (None = dynamic dim), stride (None = not guarded; a None inside it:
+# that dim's stride is not), requires_grad).
 _TENSOR_GUARDS = [
 {tens_lines}
 ]

@@ -99,7 +99,9 @@ class TensorGuard:
     shape: tuple[int | None, ...]
     requires_grad: bool
     type_path: str  # "torch:Tensor", or the subclass, or "torch.nn.parameter:Parameter"
-    stride: tuple[int, ...] | None = None  # None when any dim is dynamic
+    # The strides guarded: every one when no dim is dynamic; with dynamic dims, those the
+    # compile saw as numbers (None: an expression of sizes, not guarded); None: none guarded.
+    stride: tuple[int | None, ...] | None = None
 
 
 @dataclass(frozen=True)

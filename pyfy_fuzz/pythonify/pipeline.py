@@ -121,7 +121,9 @@ def _guards(cap: Capture) -> GuardNode:
                     shape=tuple(None if d in dyn else s for d, s in enumerate(snap.shape)),
                     requires_grad=snap.requires_grad,
                     type_path=type_path(snap.cls),
-                    stride=None if dyn else snap.stride,
+                    # dynamic dims: the strides the compile saw as numbers (Dynamo guards
+                    # them); static: every stride
+                    stride=(r.static_strides or None) if dyn else snap.stride,
                 )
             )
             by_obj.setdefault(snap.obj_id, []).append(i)

@@ -20,6 +20,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from .config import CATALOGUE as _CATALOGUE
 from .config import check_config
 
 __all__ = [
@@ -370,9 +371,14 @@ def validate(spec: ProgramSpec) -> None:
     for i, stmt in enumerate(spec.body):
         if stmt.ctx is not None and stmt.ctx not in CONTEXTS:
             raise SpecError(f"body[{i}].ctx: expected one of {CONTEXTS}, got {stmt.ctx!r}")
+    _validate_plan(spec.plan)
+
+
+def _validate_plan(plan: CallPlan) -> None:
+    """The plan's call relationships, backend and configuration knobs."""
     for where, variant in (
-        ("plan.variant", spec.plan.variant),
-        *((f"plan.sequence[{k}]", v) for k, v in enumerate(spec.plan.sequence)),
+        ("plan.variant", plan.variant),
+        *((f"plan.sequence[{k}]", v) for k, v in enumerate(plan.sequence)),
     ):
         if (variant is not None or where != "plan.variant") and (
             not isinstance(variant, str)
@@ -382,17 +388,21 @@ def validate(spec: ProgramSpec) -> None:
             raise SpecError(
                 f"{where}: expected '+'-joined relations of {CALL_RELATIONS}, got {variant!r}"
             )
-    if spec.plan.sequence and spec.plan.variant is None:
+    if plan.sequence and plan.variant is None:
         raise SpecError("plan.sequence: calls after a variant call need a variant call")
-    if spec.plan.backend not in (None, *PLAN_BACKENDS):
+    if plan.backend not in (None, *PLAN_BACKENDS):
         raise SpecError(
-            f"plan.backend: expected None or one of {PLAN_BACKENDS}, got {spec.plan.backend!r}"
+            f"plan.backend: expected None or one of {PLAN_BACKENDS}, got {plan.backend!r}"
         )
-    if not isinstance(spec.plan.config, tuple) or not all(
-        isinstance(n, str) for n in spec.plan.config
-    ):
-        raise SpecError(f"plan.config: expected knob names, got {spec.plan.config!r}")
+    if not isinstance(plan.config, tuple) or not all(isinstance(n, str) for n in plan.config):
+        raise SpecError(f"plan.config: expected knob names, got {plan.config!r}")
     try:
-        check_config(spec.plan.config)
+        check_config(plan.config)
     except ValueError as exc:
         raise SpecError(f"plan.config: {exc}") from None
+    for name in plan.config:
+        if plan.frontend not in _CATALOGUE[name].frontends:
+            raise SpecError(
+                f"plan.config: {name!r} needs frontend {_CATALOGUE[name].frontends}, "
+                f"got {plan.frontend!r}"
+            )

@@ -141,3 +141,23 @@ def test_subclass_views_are_copied_as_views_with_their_autograd_state():
         ca.mul_(2)
     assert torch.equal(cb.a[0], ca.a[2]) and torch.equal(cb.b[0], ca.b[2])
     assert torch.equal(ca.a, a.a * 2) and torch.equal(cb.a[1:], b.a[1:])
+
+
+def test_dynamic_shapes_still_guard_the_strides_the_compile_saw_as_numbers(tmp_path):
+    """dynamic=True: sizes are symbols but a contiguous input's last stride is the number 1,
+    and Dynamo's guards reject an input strided 2 there (it recompiles). The file must refuse
+    it too (found by issue 17's campaign: the "strided" call relationship, guard parity);
+    strides that are expressions of sizes stay unguarded, so other sizes still pass."""
+    import pytest
+
+    from pyfy_fuzz.pythonify import PythonifyGuardError, load, pythonify
+
+    def f(a):
+        return a * 2
+
+    result = pythonify(f, (torch.randn(3, 4),), tmp_path / "p.py", dynamic=True)
+    mod = load(result.path, bind=f)
+    assert mod.call(torch.randn(5, 6)).shape == (5, 6)  # other sizes: one graph
+    strided = torch.randn(3, 8)[:, ::2]
+    with pytest.raises(PythonifyGuardError, match="expected stride"):
+        mod.call(strided)

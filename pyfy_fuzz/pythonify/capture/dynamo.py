@@ -86,6 +86,13 @@ def _resolve_sizes(
     symbol's value range (lower, upper or None: unbounded)."""
     ranges: dict[str, tuple[int, int | None]] = {}
 
+    def number(s: Any) -> int | None:
+        """The stride when the compile saw a number, None when an expression of sizes."""
+        if not isinstance(s, torch.SymInt) or s.node.is_constant():
+            return int(s)
+        expr = s.node.shape_env.replace(s.node.expr)
+        return int(expr) if expr.is_number else None
+
     def symbol(s: Any) -> str | None:
         if not isinstance(s, torch.SymInt) or s.node.is_constant():
             return None
@@ -107,7 +114,8 @@ def _resolve_sizes(
             named = [(d, symbol(s)) for d, s in enumerate(fake.shape)]
             dyn = tuple(d for d, n in named if n is not None)
             syms = tuple(n for _, n in named if n is not None)
-            out.append(replace(r, dynamic_dims=dyn, symbols=syms))
+            strides = tuple(number(s) for s in fake.stride()) if dyn else ()
+            out.append(replace(r, dynamic_dims=dyn, symbols=syms, static_strides=strides))
         elif isinstance(fake, torch.SymInt):
             name = symbol(fake)
             out.append(replace(r, symbols=(name,) if name else ()))

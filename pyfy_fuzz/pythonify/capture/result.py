@@ -40,6 +40,9 @@ class GraphInputRecord:
     # (one entry), as the ShapeEnv left it after the compile: inputs that share a symbol must
     # share the size (Note [Size symbols] in capture/dynamo.py).
     symbols: tuple[str, ...] = ()
+    # With dynamic dims: each dim's stride where the compile saw a number (Dynamo guards it),
+    # None where it is an expression of the size symbols; () when no dim is dynamic.
+    static_strides: tuple[int | None, ...] = ()
 
 
 @dataclass(frozen=True)
