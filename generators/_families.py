@@ -510,6 +510,7 @@ _RELATION_TABLE: tuple[str, ...] = (
     for k, a in enumerate(CALL_RELATIONS)
     for b in CALL_RELATIONS[k + 1 :]
     if not any({a, b} <= g for g in _EXCLUSIVE)
+    and (b != "again" or a in ("no_grad", "inference_mode"))  # again: with a context at most
 )
 
 

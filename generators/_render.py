@@ -113,8 +113,10 @@ def drive(call, args, seed=0, module=None, variant=None):
     raised. Errors in the call or the first backward propagate; grad mode is restored.
     """
     leaves = _leaves(call if module is None else module, args)
+    again = variant is not None and "again" in variant.split("+")
     for leaf in leaves:
-        leaf.grad = None
+        if not again:  # "again": the call before's arguments, their gradients accumulate
+            leaf.grad = None
         if not leaf.is_leaf:
             leaf.retain_grad()
     mark_inputs(args)
@@ -447,7 +449,7 @@ def stmt_lines(stmt: Stmt) -> list[str]:
     elif op == "effect_op":
         line = f"torch.ops.pyfy_gen.record({a[0]})"
     elif op == "apply_fn":
-        line = f"{lhs} = Fn{stmt.args[0]}.apply({a[1]})"
+        line = f"{lhs} = Fn{stmt.args[0]}.apply({', '.join(a[1:])})"
     elif op == "register_hook":
         line = f"{a[0]}.register_hook({HOOK_FUNCTIONS[stmt.args[1] if len(stmt.args) > 1 else 0]})"
     elif op == "post_accumulate_hook":
@@ -491,20 +493,34 @@ _FN_GRAD = {
 }
 
 
+# Two tensor inputs (FunctionSpec.arity 2): forward lines and each input's exact gradient.
+_FN2_FORWARD = {"scale": ["y = x * 3 + w * 2"], "sin": ["y = x.sin() * w"]}
+_FN2_GRAD = {"scale": ("g * 3", "g * 2"), "sin": ("g * x.cos() * w", "g * x.sin()")}
+
+
 def function_source(k: int, fn: FunctionSpec) -> str:
-    """A custom autograd.Function whose backward is the exact derivative of its forward."""
-    fwd, grad = _FN_FORWARD[fn.body], _FN_GRAD[fn.body]
+    """A custom autograd.Function whose backward is the exact derivative of its forward.
+
+    Long: one builder for every combination of the FunctionSpec flags (style, body, arity,
+    outputs, ctx features, backward effects); split, the flags' interplay would be spread
+    over several functions that each need all of them."""
+    two = fn.arity == 2
+    fwd = _FN2_FORWARD[fn.body] if two else _FN_FORWARD[fn.body]
+    grad = _FN_GRAD[fn.body]
+    params = "x, w" if two else "x"
     outs = "y, y.detach() * 0" if fn.non_differentiable else "y"
+    if fn.two_outputs:
+        outs = "y, y * 2"
     ctx_lines = []
     if fn.body in ("sin", "bw_mutate"):
-        ctx_lines.append("ctx.save_for_backward(x)")
+        ctx_lines.append("ctx.save_for_backward(x, w)" if two else "ctx.save_for_backward(x)")
     if fn.body == "dirty":
         ctx_lines.append("ctx.mark_dirty(x)")
     if not fn.materialize_grads:
         ctx_lines.append("ctx.set_materialize_grads(False)")
     lines = [f"class Fn{k}(torch.autograd.Function):"]
     if fn.style == "ctx":
-        lines += ["    @staticmethod", "    def forward(ctx, x):"]
+        lines += ["    @staticmethod", f"    def forward(ctx, {params}):"]
         lines += [f"        {s}" for s in fwd]
         lines += [f"        {s}" for s in ctx_lines]
         if fn.non_differentiable:
@@ -514,16 +530,16 @@ def function_source(k: int, fn: FunctionSpec) -> str:
                 "        return y, extra",
             ]
         else:
-            lines.append("        return y")
+            lines.append(f"        return {outs}")
     else:
-        lines += ["    @staticmethod", "    def forward(x):"]
+        lines += ["    @staticmethod", f"    def forward({params}):"]
         lines += [f"        {s}" for s in fwd]
         lines.append(f"        return {outs}")
         lines += [
             "",
             "    @staticmethod",
             "    def setup_context(ctx, inputs, output):",
-            "        (x,) = inputs",
+            f"        ({params},) = inputs" if not two else "        x, w = inputs",
         ]
         lines += [f"        {s}" for s in ctx_lines]
         if fn.non_differentiable:
@@ -533,17 +549,35 @@ def function_source(k: int, fn: FunctionSpec) -> str:
     lines += ["", "    @staticmethod"]
     if fn.once_differentiable:
         lines.append("    @once_differentiable")
-    bw_args = "ctx, g, g_extra" if fn.non_differentiable else "ctx, g"
+    bw_args = "ctx, g, g_extra" if fn.non_differentiable or fn.two_outputs else "ctx, g"
     lines.append(f"    def backward({bw_args}):")
     if fn.backward_print:
         lines.append('        torch.ops.aten._print("pyfy-fuzz backward")')
+    if fn.two_outputs:  # y * 2: its gradient reaches the input twice over
+        lines += [
+            "        if g_extra is not None:",
+            "            g = g_extra * 2 if g is None else g + g_extra * 2",
+        ]
+    none = "None, None" if two else "None"
     if not fn.materialize_grads:
-        lines += ["        if g is None:", "            return None"]
+        lines += ["        if g is None:", f"            return {none}"]
+    if fn.backward_record:
+        lines.append("        torch.ops.pyfy_gen.record(g)  # an effectful custom op")
     if fn.body in ("sin", "bw_mutate"):
-        lines.append("        (x,) = ctx.saved_tensors")
+        lines.append(
+            "        x, w = ctx.saved_tensors" if two else "        (x,) = ctx.saved_tensors"
+        )
     if fn.body == "bw_mutate":  # after unpacking: the saved version is checked there
         lines.append("        x.mul_(2)  # a forward input, mutated during the backward")
-    lines.append(f"        return {grad}")
+    if two:
+        gx, gw = _FN2_GRAD[fn.body]
+        lines += [
+            f"        gx = {gx} if ctx.needs_input_grad[0] else None",
+            f"        gw = {gw} if ctx.needs_input_grad[1] else None",
+            "        return gx, gw",
+        ]
+    else:
+        lines.append(f"        return {grad}")
     return "\n".join(lines)
 
 
@@ -655,14 +689,22 @@ def _token_changes(spec: ProgramSpec, token: str) -> bool:
         )
     if token in ("no_grad", "inference_mode"):
         return call_context(spec.plan.config) != token
+    if token == "again":  # accumulated gradients show only where a backward reaches a leaf
+        leaves = any(spec.roots[i.root].grad == "leaf" for i in owned)
+        return spec.plan.backward and (leaves or bool(spec.module and spec.module.params))
     raise ValueError(f"unknown relationship {token!r}; expected one of {CALL_RELATIONS}")
 
 
 def _make_inputs_source(spec: ProgramSpec) -> str:
     lines = [
+        "_LAST_ARGS = []",
+        "",
+        "",
         "def make_inputs(seed=0, variant=None):",
         '    """The arguments for one call; a `variant` call\'s relationships to call 0 differ'
         ' (shape, dtype, aliasing, ...)."""',
+        '    if variant and "again" in variant.split("+") and _LAST_ARGS:',
+        "        return _LAST_ARGS[0]",
         "    g = torch.Generator().manual_seed(seed)",
     ]
     lines += [f"    {_root_expr(k, r)}" for k, r in enumerate(spec.roots)]
@@ -694,7 +736,9 @@ def _make_inputs_source(spec: ProgramSpec) -> str:
         )
     else:
         lines.append("        pass")
-    lines.append("    return relate(args, variant)")
+    lines.append("    args = relate(args, variant)")
+    lines.append('    _LAST_ARGS[:] = [args]  # what an "again" call passes once more')
+    lines.append("    return args")
     return "\n".join(lines)
 
 
@@ -763,6 +807,11 @@ def _uses(spec: ProgramSpec, *ops: str) -> bool:
     return any(s.op in ops for s in spec.body)
 
 
+def uses_effect_op(spec: ProgramSpec) -> bool:
+    """The program calls pyfy_gen::record: in its body, or in a custom Function's backward."""
+    return _uses(spec, "effect_op") or any(f.backward_record for f in spec.functions)
+
+
 # A torch device string ("cpu", "cuda", "cuda:1", "meta"); torch checks the type at import.
 _DEVICE_RE = re.compile(r"[a-z][a-z0-9_]*(:[0-9]+)?")
 
@@ -790,7 +839,7 @@ def render(spec: ProgramSpec, device: str = "cpu") -> str:
     parts += ["", relations_source(), ""]
     if "mirror" in subclasses:
         parts.append(MIRROR)
-    if _uses(spec, "effect_op"):
+    if uses_effect_op(spec):
         parts.append(_EFFECT_OP)
     parts.append(HOOKS)
     for k, fn in enumerate(spec.functions):

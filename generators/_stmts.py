@@ -443,16 +443,35 @@ def stmt_function(b: Builder, target: Val | None = None) -> bool:
         bodies.append("dirty")
     if _backward_may_mutate(b, v):
         bodies.append("bw_mutate")
+    style, body = b.pick(("ctx", "setup_context")), b.pick(bodies)
+    non_differentiable = b.chance(3)
+    materialize_grads, once_differentiable = not b.chance(3), b.chance(3)
+    # One draw for the rest (it was backward_print's, 1 in 4 still): a new draw of its own
+    # moved where Hypothesis's shrinking ends (tests/generators/test_shrinking.py).
+    extra = b.integer(0, 11)
+    w = _second_input(b, v, extra, body)
     fn = FunctionSpec(
-        style=b.pick(("ctx", "setup_context")),
-        body=b.pick(bodies),
-        non_differentiable=b.chance(3),
-        materialize_grads=not b.chance(3),
-        once_differentiable=b.chance(3),
-        backward_print=b.chance(4),
+        style=style,
+        body=body,
+        non_differentiable=non_differentiable,
+        materialize_grads=materialize_grads,
+        once_differentiable=once_differentiable,
+        backward_print=extra >= 9,
+        arity=1 if w is None else 2,
+        two_outputs=extra == 6 and not non_differentiable,
+        backward_record=extra == 5,
     )
     k = len(b.functions)
     b.functions.append(fn)
+    if w is not None:
+        event("autograd.Function: two inputs" + (" (the same tensor twice)" if w is v else ""))
+        return _apply_two(b, k, fn, v, w)
+    return _apply_one(b, k, fn, v)
+
+
+def _apply_one(b: Builder, k: int, fn: FunctionSpec, v: Val) -> bool:
+    """Fn<k>.apply(v): the output as the body makes it (a dirty input is the output, a view
+    output is a custom Function's view), and a second output where the spec has one."""
     rg = v.requires_grad and b.grad_on
     if fn.body == "dirty":
         out = replace(v, name=b.fresh_name(), requires_grad=rg, is_leaf=not rg, input_index=None)
@@ -478,12 +497,44 @@ def stmt_function(b: Builder, target: Val | None = None) -> bool:
             b.saved_families.add(v.family)
     outs = [out.name]
     b.vals[out.name] = out
-    if fn.non_differentiable:
-        extra = replace(fresh(b, v, v.shape, v.dtype, False), name=b.fresh_name())
-        b.vals[extra.name] = extra
-        outs.append(extra.name)
+    if fn.non_differentiable or fn.two_outputs:
+        rg_extra = fn.two_outputs and v.requires_grad
+        second = replace(fresh(b, v, v.shape, v.dtype, rg_extra), name=b.fresh_name())
+        b.vals[second.name] = second
+        outs.append(second.name)
     b.body.append(Stmt("apply_fn", (k, v.name), tuple(outs)))
     event(f"autograd.Function: {fn.style} {fn.body}")
+    return True
+
+
+def _second_input(b: Builder, v: Val, extra: int, body: str) -> Val | None:
+    """The Function's second tensor input (FunctionSpec.arity 2), from the Function's one
+    draw: 8, another float value of v's shape and dtype (v again where there is none); 7, v
+    itself (F.apply(x, x)); else none. Bodies scale and sin only."""
+    if extra not in (7, 8) or body not in ("scale", "sin"):
+        return None
+    if extra == 7:
+        return v
+    others = tensors(b, lambda w: w.name != v.name and w.shape == v.shape and w.dtype == v.dtype)
+    others = [w for w in others if not w.subclass]
+    return others[-1] if others else v
+
+
+def _apply_two(b: Builder, k: int, fn: FunctionSpec, v: Val, w: Val) -> bool:
+    """Fn<k>.apply(v, w): a fresh output requiring grad where either input does; sin saves
+    both inputs; needs_input_grad picks the gradients backward returns."""
+    rg = (v.requires_grad or w.requires_grad) and b.grad_on
+    out = fresh(b, v, v.shape, v.dtype, v.requires_grad or w.requires_grad)
+    if fn.body == "sin" and rg:
+        b.saved_families.update({v.family, w.family})
+    b.vals[out.name] = out
+    outs = [out.name]
+    if fn.non_differentiable or fn.two_outputs:
+        second = replace(fresh(b, v, v.shape, v.dtype, fn.two_outputs and rg), name=b.fresh_name())
+        b.vals[second.name] = second
+        outs.append(second.name)
+    b.body.append(Stmt("apply_fn", (k, v.name, w.name), tuple(outs)))
+    event(f"autograd.Function: {fn.style} {fn.body}, two inputs")
     return True
 
 

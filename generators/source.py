@@ -21,6 +21,7 @@ from ._render import (
     out_expr,
     render,
     stmt_lines,
+    uses_effect_op,
     variant_changes,
     view_expr,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "out_expr",
     "render",
     "stmt_lines",
+    "uses_effect_op",
     "variant_changes",
     "variant_context",
     "view_expr",

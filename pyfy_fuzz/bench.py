@@ -49,6 +49,7 @@ __all__ = [
     "bare",
     "campaign_rss",
     "draw",
+    "eager_validity",
     "measure_overhead",
     "mix",
     "overhead_one",
@@ -524,6 +525,8 @@ def run_bench(config: BenchConfig) -> dict[str, Any]:
     say(f"bench: drawing the program set (seed {config.seed})")
     specs = program_set(config.seed, config.programs)
     result["mix"] = mix(specs)
+    say(f"bench: eager validity of {len(specs)} programs")
+    result["validity"] = eager_validity(specs)
     throughput: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="pyfy-bench-") as tmp:
         root = Path(tmp)
@@ -560,6 +563,33 @@ def run_bench(config: BenchConfig) -> dict[str, Any]:
     result["targets"] = _targets(result, config)
     result["elapsed_s"] = round(time.monotonic() - started, 1)
     return result
+
+
+def eager_validity(specs: list[ProgramSpec]) -> dict[str, dict[str, Any]]:
+    """Per family, the share of programs whose plan eager runs without raising (issue 17:
+    at least 85% each), and the later calls (variant, sequence) that could not be built --
+    always 0: such a call is drawn away (`variant_changes`), never run to fail."""
+    import torch
+
+    from generators import materialize
+    from pyfy_fuzz.observe import observe_subject
+    from pyfy_fuzz.subjects import eager_target
+
+    out: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        program = materialize(spec)
+        obs = observe_subject(program, eager_target(program), probes=False)
+        torch.set_grad_enabled(True)
+        calls = [*obs.calls, *([obs.variant] if obs.variant else []), *obs.sequence]
+        row = out.setdefault(spec.family, {"programs": 0, "valid": 0, "unbuilt_calls": 0})
+        row["programs"] += 1
+        row["valid"] += obs.setup_error is None and all(c.raised is None for c in calls)
+        row["unbuilt_calls"] += sum(
+            c.raised is not None and c.raised.phase == "inputs" for c in calls
+        )
+    for row in out.values():
+        row["valid_share"] = round(row["valid"] / row["programs"], 3)
+    return dict(sorted(out.items()))
 
 
 def _targets(result: dict[str, Any], config: BenchConfig) -> dict[str, Any]:

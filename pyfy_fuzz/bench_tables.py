@@ -58,6 +58,20 @@ def render(r: dict[str, Any]) -> str:
         ]
         if "inductor" in t:
             parts.append(f"inductor caches: {INDUCTOR_CACHE}")
+    if r.get("validity"):
+        rows = [
+            [f, v["programs"], _fmt(v["valid_share"], ".0%"), v["unbuilt_calls"]]
+            for f, v in r["validity"].items()
+        ]
+        parts += [
+            "",
+            "eager validity: programs whose whole plan eager runs (issue 17: >= 85% a family)",
+            tabulate(
+                rows,
+                headers=["family", "programs", "valid", "later calls not built"],
+                tablefmt="simple",
+            ),
+        ]
     parts += ["", overhead_table(r["overhead"])]
     rss = r.get("rss")
     if rss is not None:

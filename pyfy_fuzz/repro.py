@@ -38,6 +38,7 @@ from generators.source import (
     out_expr,
     render,
     stmt_lines,
+    uses_effect_op,
     variant_context,
 )
 from pyfy_fuzz.schema.config import aot_options, call_context, compile_knobs
@@ -78,6 +79,15 @@ _NEEDS: dict[Callable[..., Any], tuple[Callable[..., Any], ...]] = {
     H.moved: (H.versions,),
     H.backward_saved: (H.save_products,),
 }
+
+
+# An "again" call's inputs: the very arguments of the call before (the loop's last `args`).
+_AGAIN = "(lambda seed: args)"
+
+
+def _make(name: str, variant: str | None) -> str:
+    """The inputs function of a later call: its own, or the call before's arguments."""
+    return _AGAIN if "again" in variant_tokens(variant) else name
 
 
 def render_repro(
@@ -139,12 +149,9 @@ class _Repro:
             self._program(),
             inputs_source(self.spec, self.device, "make_inputs", None),
         ]
-        if self.check.variant and self.spec.plan.variant is not None:
-            variant = self.spec.plan.variant
-            parts.append(inputs_source(self.spec, self.device, "make_variant_inputs", variant))
-            for k in range(self.check.sequence):
-                later = self.spec.plan.sequence[k]
-                parts.append(inputs_source(self.spec, self.device, f"make_call_{k}_inputs", later))
+        for _, make, variant in self._runs():  # the later calls' own inputs
+            if make.startswith("make_") and make != "make_inputs":
+                parts.append(inputs_source(self.spec, self.device, make, variant))
         used = {t for _, _, v in self._runs() for t in variant_tokens(v)}
         for t in RELATE_TOKENS:  # the relationships' functions make_*_inputs call
             if t in used:
@@ -287,7 +294,7 @@ class _Repro:
             if self.subject == "pythonify":  # the file imports the class from the program
                 module = _program_module(spec, self.device)
                 lines += [f"sys.modules[{module!r}] = sys.modules[__name__]", ""]
-        if self._uses("effect_op"):
+        if uses_effect_op(self.spec):
             lines += ["EFFECTS = []", *H.body_source(H.register_effect_op), ""]
         for k in self._functions():
             fn = function_source(k, spec.functions[k]).splitlines()
@@ -401,10 +408,10 @@ class _Repro:
         ]
         if not check.variant:
             return runs
-        runs.append((0, "make_variant_inputs", plan.variant))
-        return runs + [
-            (0, f"make_call_{k}_inputs", plan.sequence[k]) for k in range(check.sequence)
-        ]
+        runs.append((0, _make("make_variant_inputs", plan.variant), plan.variant))
+        for k in range(check.sequence):
+            runs.append((0, _make(f"make_call_{k}_inputs", plan.sequence[k]), plan.sequence[k]))
+        return runs
 
     def _loop(
         self, runs: list[tuple[int, str, str | None]], during: bool
@@ -442,6 +449,7 @@ class _Repro:
         uses_args = (
             bool(re.search(r"\bargs\b", check.fact))
             or bool(check.before)
+            or any(m == _AGAIN for _, m, _ in runs)
             or spec.plan.grad_fn_hooks
             or marks
         )

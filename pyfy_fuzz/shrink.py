@@ -543,14 +543,18 @@ def _simplify_functions(spec: ProgramSpec) -> Iterator[ProgramSpec]:
             n
             for n in _SIMPLE_FUNCTION.__dataclass_fields__
             if getattr(fn, n) != getattr(_SIMPLE_FUNCTION, n)
-            and not (n == "non_differentiable" and extra_read)
+            and not (n in ("non_differentiable", "two_outputs") and extra_read)
+            and n != "arity"  # the applications pass both inputs: structural, kept
         ]
         options = [names] if len(names) > 1 else []
         options += [[n] for n in names]
         for option in options:
             simpler = replace(fn, **{n: getattr(_SIMPLE_FUNCTION, n) for n in option})
             body = spec.body
-            if fn.non_differentiable and not simpler.non_differentiable:
+            seconds = (fn.non_differentiable or fn.two_outputs) and not (
+                simpler.non_differentiable or simpler.two_outputs
+            )
+            if seconds:  # the second output goes with the flag that made it
                 body = tuple(replace(s, outs=s.outs[:1]) if s in applies else s for s in spec.body)
             functions = spec.functions[:k] + (simpler,) + spec.functions[k + 1 :]
             yield replace(spec, functions=functions, body=body)

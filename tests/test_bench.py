@@ -162,6 +162,9 @@ def test_quick_bench_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert isinstance(rate, float) and rate > 0 and r["cases_per_min"]["inductor"] is None
     t = r["throughput"]["aot_eager"]
     assert t["cases"] == 10 and t["wall_s"] > 0 and len(t["per_family"]) == 10
+    validity = r["validity"]  # issue 17: per family, the programs eager runs whole
+    assert set(validity) == set(t["per_family"])
+    assert all(v["programs"] == 1 and v["unbuilt_calls"] == 0 for v in validity.values())
     assert r["rss_growth"] is None and r["rss"] is None
 
 

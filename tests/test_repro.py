@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -396,6 +397,11 @@ CASES = [
     ),
     ("retained-grad", SECOND, finding(CD, "grads", TC, f"call 0: grad of a1: {VALUES}")),
     (
+        "again",
+        replace(SEQUENCE, plan=CallPlan(calls=1, variant="strided", sequence=("again",))),
+        finding(CD, "guards", TC, f"sequence call 0 (again): grad of a0: {VALUES}"),
+    ),
+    (
         "sequence",
         SEQUENCE,
         finding(CD, "guards", TC, f"sequence call 0 (overlap+no_grad): output 0: {VALUES}"),
@@ -453,6 +459,10 @@ MUST = {
         "make_inputs(4)",
     ],
     "retained-grad": ["retain_grads(args)", "return args[1].grad", "def retain_grads("],
+    "again": [
+        "for seed, make in ((0, make_inputs), (0, make_variant_inputs), (0, (lambda seed: args))):",
+        "args = make(seed)",
+    ],
     "sequence": [
         "def make_call_0_inputs(seed=0):",
         "for seed, make, during in ((0, make_inputs, nullcontext), (0, make_variant_inputs, "
@@ -638,7 +648,7 @@ def test_make_inputs_builds_the_programs_own_inputs(spec: ProgramSpec) -> None:
     exec(_definition(source, "make_inputs"), namespace)  # noqa: S102 - our own generated code
     for seed in (0, 1):
         _same_inputs(namespace["make_inputs"](seed), program.make_inputs(seed))
-    if spec.plan.variant is not None:
+    if spec.plan.variant is not None and "again" not in spec.plan.variant.split("+"):
         exec(_definition(source, "make_variant_inputs"), namespace)  # noqa: S102
         for fn in RELATE_FUNCTIONS.values():  # the relationships' functions it calls
             if f"def {fn.__name__}(" in source:

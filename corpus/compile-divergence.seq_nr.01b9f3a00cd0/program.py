@@ -86,8 +86,10 @@ def drive(call, args, seed=0, module=None, variant=None):
     raised. Errors in the call or the first backward propagate; grad mode is restored.
     """
     leaves = _leaves(call if module is None else module, args)
+    again = variant is not None and "again" in variant.split("+")
     for leaf in leaves:
-        leaf.grad = None
+        if not again:  # "again": the call before's arguments, their gradients accumulate
+            leaf.grad = None
         if not leaf.is_leaf:
             leaf.retain_grad()
     mark_inputs(args)
@@ -351,19 +353,26 @@ def make_fn():
     return f
 
 
+_LAST_ARGS = []
+
+
 def make_inputs(seed=0, variant=None):
     """The arguments for one call; a `variant` call's relationships to call 0 differ (shape, dtype, aliasing, ...)."""
+    if variant and "again" in variant.split("+") and _LAST_ARGS:
+        return _LAST_ARGS[0]
     g = torch.Generator().manual_seed(seed)
     r0 = _root(g, (), torch.float32, 'contiguous', 'leaf', None, variant)
     a0 = r0
     args = (a0,)
     if variant and "aliasing" in variant.split("+"):
         pass
-    return relate(args, variant)
+    args = relate(args, variant)
+    _LAST_ARGS[:] = [args]  # what an "again" call passes once more
+    return args
 
 PLAN = {'calls': 1, 'variant': None, 'backward': False, 'tangents': 'ones', 'second_backward': None, 'dynamic': False, 'frontend': 'dynamo', 'mode': None, 'saved_tensor_hooks': False, 'grad_fn_hooks': False, 'config': (), 'backend': None, 'sequence': ()}
 CALL_CONTEXT = None
-SPEC = '{"body": [{"args": [0, "a0"], "ctx": null, "op": "apply_fn", "outs": ["v1"]}, {"args": [1, "a0"], "ctx": null, "op": "apply_fn", "outs": ["v2"]}], "family": "autograd_function", "functions": [{"backward_print": false, "body": "scale", "materialize_grads": true, "non_differentiable": false, "once_differentiable": false, "style": "ctx"}, {"backward_print": false, "body": "scale", "materialize_grads": true, "non_differentiable": false, "once_differentiable": false, "style": "ctx"}], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "v1", "value": 0}], "plan": {"backend": null, "backward": false, "calls": 1, "config": [], "dynamic": false, "frontend": "dynamo", "grad_fn_hooks": false, "mode": null, "saved_tensor_hooks": false, "second_backward": null, "sequence": [], "tangents": "ones", "variant": null}, "roots": [{"dtype": "float32", "grad": "leaf", "layout": "contiguous", "shape": [], "subclass": null}], "version": 1}'
+SPEC = '{"body": [{"args": [0, "a0"], "ctx": null, "op": "apply_fn", "outs": ["v1"]}, {"args": [1, "a0"], "ctx": null, "op": "apply_fn", "outs": ["v2"]}], "family": "autograd_function", "functions": [{"arity": 1, "backward_print": false, "backward_record": false, "body": "scale", "materialize_grads": true, "non_differentiable": false, "once_differentiable": false, "style": "ctx", "two_outputs": false}, {"arity": 1, "backward_print": false, "backward_record": false, "body": "scale", "materialize_grads": true, "non_differentiable": false, "once_differentiable": false, "style": "ctx", "two_outputs": false}], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "v1", "value": 0}], "plan": {"backend": null, "backward": false, "calls": 1, "config": [], "dynamic": false, "frontend": "dynamo", "grad_fn_hooks": false, "mode": null, "saved_tensor_hooks": false, "second_backward": null, "sequence": [], "tangents": "ones", "variant": null}, "roots": [{"dtype": "float32", "grad": "leaf", "layout": "contiguous", "shape": [], "subclass": null}], "version": 1}'
 
 
 if __name__ == "__main__":

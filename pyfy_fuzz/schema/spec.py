@@ -96,7 +96,9 @@ CONTEXTS = ("no_grad", "inference_mode", "enable_grad")
 #   leaf       non-leaf arguments become leaves requiring grad;
 #   no_requires_grad  arguments requiring grad are detached;
 #   strided    contiguous arguments become strided (every other element of a storage);
-#   no_grad, inference_mode   the call runs under that context (the arguments are call 0's).
+#   no_grad, inference_mode   the call runs under that context (the arguments are call 0's);
+#   again      the very arguments of the call before, their .grad kept: gradients accumulate
+#              over the two calls (with a context at most).
 # Eager is the truth for each such call; torch.compile must recompile or be right, and the
 # pythonified file must agree with it or raise PythonifyGuardError (oracles/guards.py).
 CALL_RELATIONS = (
@@ -111,6 +113,7 @@ CALL_RELATIONS = (
     "strided",
     "no_grad",
     "inference_mode",
+    "again",
 )
 
 
@@ -194,6 +197,15 @@ class FunctionSpec:
     materialize_grads: bool = True
     once_differentiable: bool = False
     backward_print: bool = False  # an effect inside backward (backward tokens)
+    # Tensor inputs: 1, or 2 (forward(ctx, x, w); backward returns a gradient per input only
+    # where ctx.needs_input_grad says; the same tensor may be passed twice: F.apply(x, x)).
+    # Bodies scale and sin only.
+    arity: int = 1
+    # A second differentiable output (y * 2): backward(ctx, g, g2) gets two gradients, None
+    # for an unused one under set_materialize_grads(False). Not with non_differentiable.
+    two_outputs: bool = False
+    # An effectful custom op (pyfy_gen::record, ORDERED) inside backward.
+    backward_record: bool = False
 
 
 @dataclass(frozen=True)
@@ -368,6 +380,11 @@ def validate(spec: ProgramSpec) -> None:
             raise SpecError(f"inputs[{i}].root: {inp.root} names no root")
         if inp.kind == "dup" and not 0 <= inp.of < i:
             raise SpecError(f"inputs[{i}].of: expected an earlier input, got {inp.of}")
+    for k, fn in enumerate(spec.functions):
+        if fn.arity not in (1, 2) or (fn.arity == 2 and fn.body not in ("scale", "sin")):
+            raise SpecError(f"functions[{k}]: arity {fn.arity!r} with body {fn.body!r}")
+        if fn.two_outputs and fn.non_differentiable:
+            raise SpecError(f"functions[{k}]: two_outputs and non_differentiable together")
     for i, stmt in enumerate(spec.body):
         if stmt.ctx is not None and stmt.ctx not in CONTEXTS:
             raise SpecError(f"body[{i}].ctx: expected one of {CONTEXTS}, got {stmt.ctx!r}")

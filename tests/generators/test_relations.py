@@ -84,7 +84,7 @@ def test_each_relationship_changes_what_it_says() -> None:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-@given(programs(), st.sampled_from([t for t in CALL_RELATIONS if t not in ("no_grad",)]))
+@given(programs(), st.sampled_from([t for t in CALL_RELATIONS if t not in ("no_grad", "again")]))
 def test_variant_changes_predicts_what_make_inputs_does(spec: ProgramSpec, token: str) -> None:
     """A relationship `variant_changes` says applies changes the arguments (contexts change
     the call, not the arguments); relate()'s relationships change them exactly then."""
@@ -148,3 +148,35 @@ def test_every_call_of_a_sequence_is_judged() -> None:
     found = oracles.check_all(Evidence(eager=eager, compiled=compiled, pythonified=None))
     (f,) = [f for f in found if f.oracle == "guards"]
     assert "sequence call 1 (overlap): output 0: values differ" in f.explanation
+
+
+ACCUMULATE = ProgramSpec(
+    family="autograd_function",
+    roots=(RootSpec((3,), grad="leaf"),),
+    inputs=(InputSpec("root"),),
+    body=(Stmt("sin", ("a0",), ("v0",)), Stmt("mul", ("v0", "a0"), ("v1",))),
+    outputs=(OutSpec("ref", "v1"),),
+    plan=CallPlan(calls=1, variant="strided", sequence=("again",)),
+)
+
+
+def test_an_again_call_passes_the_same_arguments_and_gradients_accumulate() -> None:
+    eager = _observe(ACCUMULATE, None, "eager")
+    first, again = eager.variant.grads[0], eager.sequence[0].grads[0]  # type: ignore[union-attr]
+    assert first is not None and again is not None
+    torch.testing.assert_close(again.values, 2 * first.values)
+
+
+def test_a_subject_that_overwrites_grad_instead_of_accumulating_is_caught() -> None:
+    def overwriting(fn: Any) -> Any:
+        def call(a0: torch.Tensor) -> Any:
+            a0.grad = None  # the gradient of the call before is lost
+            return fn(a0)
+
+        return call
+
+    eager = _observe(ACCUMULATE, None, "eager")
+    compiled = _observe(ACCUMULATE, overwriting, "torch.compile")
+    found = oracles.check_all(Evidence(eager=eager, compiled=compiled, pythonified=None))
+    (f,) = [f for f in found if f.oracle == "guards"]
+    assert "sequence call 0 (again): grad of a0: values differ" in f.explanation
