@@ -493,9 +493,10 @@ def _config(b: Builder) -> tuple[str, ...]:
 
 # A later call's relationships (Note [Call relationships]), each one draw: one relationship,
 # the four that came first (issue 8's variants) keeping most of their share, aliasing the
-# largest (the guards it tests are the rarest), four times over; then every pair that does
-# not name two ways of changing one thing, once each: a pair for about one call in two. One
-# draw per call: each new draw moved where Hypothesis's shrinking ends for whole families
+# largest (the guards it tests are the rarest), eight times over, the new ones four; then
+# every pair that does not name two ways of changing one thing, once each (a pair for about
+# one call in three): the self-test's guard mutants need the four. One draw per call: each
+# new draw moved where Hypothesis's shrinking ends for whole families
 # (tests/generators/test_shrinking.py).
 _EXCLUSIVE = (
     {"shape", "relation"},
@@ -504,13 +505,15 @@ _EXCLUSIVE = (
     {"aliasing", "overlap"},
 )
 _RELATION_TABLE: tuple[str, ...] = (
-    ("aliasing",) * 3 + ("shape", "dtype", "relation") * 2 + CALL_RELATIONS[4:]
-) * 4 + tuple(
-    f"{a}+{b}"
-    for k, a in enumerate(CALL_RELATIONS)
-    for b in CALL_RELATIONS[k + 1 :]
-    if not any({a, b} <= g for g in _EXCLUSIVE)
-    and (b != "again" or a in ("no_grad", "inference_mode"))  # again: with a context at most
+    (("aliasing",) * 3 + ("shape", "dtype", "relation") * 2) * 8
+    + CALL_RELATIONS[4:] * 4
+    + tuple(
+        f"{a}+{b}"
+        for k, a in enumerate(CALL_RELATIONS)
+        for b in CALL_RELATIONS[k + 1 :]
+        if not any({a, b} <= g for g in _EXCLUSIVE)
+        and (b != "again" or a in ("no_grad", "inference_mode"))  # again: with a context at most
+    )
 )
 
 

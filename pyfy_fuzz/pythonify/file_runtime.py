@@ -32,6 +32,7 @@ IS_MODULE = False
 INPUT_SOURCES: list[str] = []
 _GRAD_ENABLED = True
 _TENSOR_GUARDS: list[Any] = []
+_LEAF_GUARDS: list[tuple[int, str, bool]] = []
 _SAME_OBJECT: list[list[int]] = []
 _SHARED_STORAGE: list[list[int]] = []
 _SIZE_SYMBOLS: dict[str, list[tuple[int, int | None]]] = {}
@@ -204,6 +205,11 @@ def _check_guards(flat):
         if x.requires_grad != requires_grad:
             raise PythonifyGuardError(
                 f"{src}: expected requires_grad={requires_grad}, got {x.requires_grad}"
+            )
+    for i, src, is_leaf in _LEAF_GUARDS:
+        if flat[i].is_leaf != is_leaf:
+            raise PythonifyGuardError(
+                f"{src}: compiled for a {'leaf' if is_leaf else 'non-leaf'} requiring grad"
             )
     _check_size_symbols(flat)
     tensor_idx = [g[0] for g in _TENSOR_GUARDS]

@@ -117,6 +117,7 @@ def _guard_section(g: GuardNode) -> str:
         f"    ({i}, {src!r}, {tv or 'None'}, {dt}, {dev!r}, {shape!r}, {stride!r}, {rg!r})"
         for i, src, tv, dt, dev, shape, stride, rg in tensors
     )
+    leaves = [(t.index, t.source, t.is_leaf) for t in g.tensors if t.requires_grad]
     values = [(v.index, v.source) for v in g.values]
     return f"""# Guards: what the graph was compiled for. Each entry: (index, source, subclass type,
 # dtype, device, shape (None = dynamic dim), stride (None = not guarded; a None inside it:
@@ -124,6 +125,8 @@ def _guard_section(g: GuardNode) -> str:
 _TENSOR_GUARDS = [
 {tens_lines}
 ]
+# Inputs requiring grad: (index, source, was a leaf).
+_LEAF_GUARDS = {leaves!r}
 _SYMINT_GUARDS = {values!r}
 # Sizes that shared one symbol at compile time (input index, dim; None: a SymInt input): they
 # must be equal, and within the symbol's range (lower, upper; None: unbounded).

@@ -102,6 +102,9 @@ class TensorGuard:
     # The strides guarded: every one when no dim is dynamic; with dynamic dims, those the
     # compile saw as numbers (None: an expression of sizes, not guarded); None: none guarded.
     stride: tuple[int | None, ...] | None = None
+    # Where it requires grad: whether it was a leaf (an in-place write to a leaf requiring
+    # grad is an error in eager, to a non-leaf it is recorded: the graph differs)
+    is_leaf: bool = True
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,7 @@ def _guards(cap: Capture) -> GuardNode:
                     # dynamic dims: the strides the compile saw as numbers (Dynamo guards
                     # them); static: every stride
                     stride=(r.static_strides or None) if dyn else snap.stride,
+                    is_leaf=snap.is_leaf,
                 )
             )
             by_obj.setdefault(snap.obj_id, []).append(i)

@@ -57,6 +57,7 @@ class InputSnapshot:
     cls: type
     obj_id: int
     storages: frozenset[tuple[int, str]]
+    is_leaf: bool = True  # for an input requiring grad: a leaf, or a node's output
 
 
 def snapshot(x: Any) -> InputSnapshot | None:
@@ -71,6 +72,7 @@ def snapshot(x: Any) -> InputSnapshot | None:
         cls=type(x),
         obj_id=id(x),
         storages=frozenset(_storage_keys(x)),
+        is_leaf=bool(x.is_leaf),
     )
 
 
