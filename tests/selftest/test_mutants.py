@@ -86,7 +86,9 @@ def test_campaigns_kill_and_confirm_planted_bugs(tmp_path: Path) -> None:
     """End to end through the CLI: an IR mutant, a runtime-template mutant and a guard mutant,
     each caught by a real campaign, the kill confirmed by re-running the detecting program."""
     out = tmp_path / "selftest.json"
-    argv = ["selftest", "--budget", "60s", "--json", str(out)]
+    # 90 s, as CI's selftest stage gives each: guard_dtype_missing took 70.7 s at seed 0
+    # once issue 17's call relationships shared the variant draw
+    argv = ["selftest", "--budget", "90s", "--json", str(out)]
     for name in ("effect_tokens_off_by_one", "copy_back_dropped", "guard_dtype_missing"):
         argv += ["--mutant", name]
     assert main(argv) == 0
@@ -94,5 +96,5 @@ def test_campaigns_kill_and_confirm_planted_bugs(tmp_path: Path) -> None:
     assert doc["kill_rate"] == 1.0 and doc["mutants"] == 3
     for r in doc["results"]:
         assert r["killed"] and r["confirmed"], r
-        assert r["seconds"] is not None and r["seconds"] < 60
+        assert r["seconds"] is not None and r["seconds"] < 90
         assert r["detected_by"] and r["spec"]
