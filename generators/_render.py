@@ -656,15 +656,21 @@ def _token_changes(spec: ProgramSpec, token: str) -> bool:
         used = {i.root for i in owned if i.kind == "root"}
         first = set(spec.roots[0].shape) if 0 in used else set()
         return any(first & set(spec.roots[k].shape) for k in used if k != 0)
-    if token == "overlap":  # two roots passed once each, needing no grad, of one dtype
+
+    def alone(i: InputSpec) -> bool:  # a root passed itself, sharing memory with no other
+        return (
+            i.kind == "root"
+            and sum(j.kind != "int" and j.root == i.root for j in owned) == 1
+            and not any(j.kind == "dup" and spec.inputs[j.of] is i for j in spec.inputs)
+        )
+
+    if token == "overlap":  # two roots passed alone, needing no grad, of one dtype
         once = [
             i
             for i in plain
-            if i.kind == "root"
+            if alone(i)
             and spec.roots[i.root].grad == "none"
             and numel(spec.roots[i.root].shape) >= 2
-            and sum(j.kind == "root" and j.root == i.root for j in spec.inputs) == 1
-            and not any(j.kind == "dup" and spec.inputs[j.of] is i for j in spec.inputs)
         ]
         dtypes = [spec.roots[i.root].dtype for i in once]
         return len(dtypes) != len(set(dtypes))
@@ -677,11 +683,9 @@ def _token_changes(spec: ProgramSpec, token: str) -> bool:
             or (i.kind == "view" and spec.roots[i.root].grad != "none")
             for i in plain
         )
-    if token == "strided":  # a root passed alone (sharing its memory with no other argument)
+    if token == "strided":
         return any(
-            i.kind == "root"
-            and sum(j.kind != "int" and j.root == i.root for j in owned) == 1
-            and not any(j.kind == "dup" and spec.inputs[j.of] is i for j in spec.inputs)
+            alone(i)
             and root_geometry(spec.roots[i.root])[0].is_contiguous()
             and spec.roots[i.root].shape
             and spec.roots[i.root].grad != "nonleaf"
