@@ -39,6 +39,7 @@ from generators._spec import (
 )
 from generators.source import RELATE_FUNCTIONS
 from pyfy_fuzz.entry import entry_files, readme
+from pyfy_fuzz.observe import bitwise_equal
 from pyfy_fuzz.pythonify import pythonify
 from pyfy_fuzz.repro import BACKENDS, MAX_LINES, check_repro, render_repro, repro_record
 from pyfy_fuzz.runner import run_case
@@ -617,7 +618,8 @@ def _same_inputs(ours: tuple[Any, ...], theirs: tuple[Any, ...]) -> None:
                 assert torch.equal(getattr(a, attr), getattr(b, attr))
         else:
             assert (a.stride(), a.storage_offset()) == (b.stride(), b.storage_offset())
-            assert torch.equal(a.detach(), b.detach())  # the very values the campaign drew
+            # the very values the campaign drew (NaN where a view(dtype) reads bits as one)
+            assert bitwise_equal(a.detach(), b.detach())
     tensors = [(i, a, b) for i, (a, b) in enumerate(zip(ours, theirs, strict=True))]
     tensors = [(i, a, b) for i, a, b in tensors if isinstance(a, torch.Tensor)]
     for _, a, b in tensors:
