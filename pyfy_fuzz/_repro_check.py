@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pyfy_fuzz.schema.spec import OutSpec, ProgramSpec
+from pyfy_fuzz.schema.spec import OutSpec, ProgramSpec, variant_tokens
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,38 @@ def first_difference(finding: dict[str, Any]) -> str:
 
 
 def read_check(spec: ProgramSpec, finding: dict[str, Any]) -> Check:
-    """The one check a repro of `finding` performs (Note [One check])."""
+    """The one check a repro of `finding` performs (Note [One check]), with the drive's
+    retain_grad before each call where the drive made one: a retained .grad is a hook on the
+    argument's grad_fn, and torch can treat the call differently for it (an in-place
+    metadata change of a view that retains its grad trips an internal assert in eager)."""
+    check = _read_check(spec, finding)
+    if check.probe_seed is not None or check.compare == "seq_nr" or not retains_grads(spec):
+        return check
+    lines = [RETAIN, *(x for x in check.before.splitlines() if x != RETAIN)]
+    return replace(check, before="\n".join(lines))
+
+
+# The drive's retain_grad, as a repro writes it (pyfy_fuzz._repro_helpers.retain_grads).
+RETAIN = "retain_grads(args)"
+
+
+def retains_grads(spec: ProgramSpec) -> bool:
+    """Whether the program's drive may call retain_grad on an argument: it does before each
+    call that runs backward, on each argument requiring grad that is not a leaf (a view of a
+    root requiring grad, a non-leaf root, or a call's "nonleaf" relationship)."""
+    plan = spec.plan
+    grads = {k for k, r in enumerate(spec.roots) if r.grad != "none"}
+    if not plan.backward or not grads:
+        return False
+    tokens = {t for v in (plan.variant, *plan.sequence) for t in variant_tokens(v)}
+    return (
+        "nonleaf" in tokens
+        or any(spec.roots[k].grad == "nonleaf" for k in grads)
+        or any(i.kind in ("view", "set_shared") and i.root in grads for i in spec.inputs)
+    )
+
+
+def _read_check(spec: ProgramSpec, finding: dict[str, Any]) -> Check:
     kind, oracle, plan = finding["kind"], finding["oracle"], spec.plan
     line = first_difference(finding)
     bw = "first" if plan.backward else ""
@@ -221,8 +252,7 @@ def _read_more(spec: ProgramSpec, rest: str) -> _Fact | None:
     if m := re.match(r"grad( after the second backward)? of (\S+): ", rest):
         what = f"grad of {m[2]}" + (" after the second backward" if m[1] else "")
         grad = _tensor_fact(f"{_named(m[2])}.grad", what, rest[m.end() :])
-        retain = "retain_grads(args)" if m[2].startswith("a") else ""
-        return replace(grad, backward="second" if m[1] else "first", before=retain)
+        return replace(grad, backward="second" if m[1] else "first")
     return None
 
 

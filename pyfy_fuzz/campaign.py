@@ -69,6 +69,7 @@ __all__ = [
     "REPRO_WAIT_S",
     "Stats",
     "combine_coverage",
+    "repro_wait_s",
     "run_campaign",
 ]
 
@@ -132,10 +133,17 @@ MAX_SHRINKS_PER_COARSE = 2
 # `pyfy-fuzz run` without --backend: one case in this many compiles with Inductor (what users
 # ship), the rest with aot_eager (cheap, exact); cached kernels are reused across cases.
 DEFAULT_INDUCTOR_SHARE = 10
-# Each saved repro.py is run once on its own (a compile: seconds); what is still unchecked at
-# the end of the budget gets REPRO_WAIT_S more, then the entry stays without a "repro" record.
+# Each saved repro.py is run once on its own (a compile: seconds). What is still unchecked at
+# the end of the budget gets a tenth of the budget more, 10..REPRO_WAIT_S seconds (a 60 s
+# smoke run must not take half as long again); then the running check is killed and the entry
+# stays without a "repro" record (`pyfy-fuzz replay --repros` runs it later).
 REPRO_TIMEOUT_S = 120.0
 REPRO_WAIT_S = 60.0
+
+
+def repro_wait_s(budget_s: float) -> float:
+    """Seconds past the end of the budget the repro checks may still run."""
+    return min(REPRO_WAIT_S, max(10.0, 0.1 * budget_s))
 
 
 @dataclass
@@ -232,6 +240,8 @@ class Campaign:
         self.avoid: list[str] = []
         self.reductions: list[threading.Thread] = []
         self._repro_checks: queue.Queue[tuple[str, str, Path] | None] = queue.Queue()
+        self._repro_stop = threading.Event()
+        self._repro_verdicts: dict[str, str] = {}  # signature -> verdict (repro_record)
         self._repro_checker = threading.Thread(target=self._check_repros, daemon=True)
         self._repro_checker.start()
         self._lock = threading.Lock()
@@ -303,7 +313,10 @@ class Campaign:
             self._finish_interrupted()
             self._flush_counts()
             self._repro_checks.put(None)
-            self._repro_checker.join(timeout=REPRO_WAIT_S)
+            wait = self.deadline + repro_wait_s(self.config.budget_s) - time.monotonic()
+            self._repro_checker.join(timeout=max(0.0, wait))
+            self._repro_stop.set()  # a check still running is killed, its entry left unchecked
+            self._repro_checker.join()
             progress.stop()
         summary = self.summary()
         if self.coverage_dir is not None:
@@ -684,14 +697,21 @@ class Campaign:
         """A thread: run each saved entry's repro.py where pyfy-fuzz cannot be imported and
         record in case.json whether it reproduces on its own (exit 1 while the bug is present)
         -- a repro nobody ran is not a repro. One at a time, beside the workers."""
-        from .repro import check_repro, repro_record
+        from .repro import ReproStopped, check_repro, repro_record
 
         while (item := self._repro_checks.get()) is not None:
             sig, kind, path = item
             if kind == "hang":
                 continue  # it would run until the timeout: the worker's death is its check
-            code, tail = check_repro(path, timeout=REPRO_TIMEOUT_S)
-            self.corpus.annotate(sig, {"repro": repro_record(path, code, tail)})
+            if self._repro_stop.is_set():
+                continue
+            try:
+                code, tail = check_repro(path, timeout=REPRO_TIMEOUT_S, stop=self._repro_stop)
+            except ReproStopped:
+                continue
+            record = repro_record(path, code, tail)
+            self._repro_verdicts[sig] = record["verdict"]
+            self.corpus.annotate(sig, {"repro": record})
 
     def _flush_counts(self) -> None:
         for sig, n in self.stats.known_seen.items():
@@ -726,6 +746,9 @@ class Campaign:
                     "subject": n.finding["subject"],
                     "wrappers": list(n.finding.get("wrappers", ())),
                     "path": str(n.path) if n.path else None,
+                    # the saved repro.py run on its own: reproduces | passes | error |
+                    # timeout | interpreter died; None: not checked within the budget
+                    "repro": self._repro_verdicts.get(sig),
                 }
                 for sig, n in sorted(st.new.items())
             ],

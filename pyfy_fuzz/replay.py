@@ -12,6 +12,11 @@ Verdicts, against the entry's ``expected`` (case.json):
 - expected "pass" (our bug, fixed): not -> ``pass``; reproduces -> ``FAIL``.
 An entry that cannot be judged (the worker died some other way, pyfy-fuzz raised, the case was
 discarded) is an ``error``. Exit status 1 when any entry FAILs or errs, 0 otherwise.
+
+With ``repros=True`` each judged entry's repro.py also runs on its own (as the campaign runs
+it when it saves the entry) and case.json's "repro" record is rewritten. A repro that does not
+agree with the replay -- the spec shows the bug and the repro passes, or the other way round,
+or the repro errs -- is a ``repro-mismatch``: the repro is not what a reader should paste.
 """
 
 from __future__ import annotations
@@ -46,6 +51,18 @@ class ReplayOutcome:
     verdict: str  # known-failure | fixed-upstream | pass | FAIL | error | skipped
     detail: str
     seconds: float = 0.0
+    repro: str | None = None  # with repros=True: the repro.py's verdict (repro_record)
+
+    @property
+    def repro_mismatch(self) -> bool:
+        """The repro, run alone, does not say what the replay of the spec says."""
+        if self.repro is None or self.verdict not in _REPRODUCED:
+            return False
+        return (self.repro == "reproduces") != _REPRODUCED[self.verdict]
+
+
+# Judged verdicts -> whether the spec showed the bug again.
+_REPRODUCED = {"known-failure": True, "FAIL": True, "fixed-upstream": False, "pass": False}
 
 
 @dataclass
@@ -55,7 +72,8 @@ class ReplayReport:
 
     @property
     def exit_code(self) -> int:
-        return 1 if any(o.verdict in ("FAIL", "error") for o in self.outcomes) else 0
+        bad = any(o.verdict in ("FAIL", "error") or o.repro_mismatch for o in self.outcomes)
+        return 1 if bad else 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -67,6 +85,8 @@ class ReplayReport:
                     "verdict": o.verdict,
                     "detail": o.detail,
                     "seconds": round(o.seconds, 2),
+                    "repro": o.repro,
+                    "repro_mismatch": o.repro_mismatch,
                 }
                 for o in self.outcomes
             ],
@@ -141,7 +161,10 @@ def replay(
     impl: str | None = None,  # None: each entry with the implementation it was found with
     case_timeout: float = 120.0,
     on_outcome: Any = None,
+    repros: bool = False,
 ) -> ReplayReport:
+    """Long: it sorts the entries into skipped and runnable, replays the runnable ones on
+    workers, and (repros=True) runs each judged entry's repro.py after its replay."""
     entries, problems = collect(paths)
     report = ReplayReport(problems=problems)
     runnable: list[Entry] = []
@@ -164,6 +187,8 @@ def replay(
         verdict = _verdict(e.case["expected"], reproduced)
         took = result.outcome.total_s if isinstance(result, Done) else 0.0
         outcome = ReplayOutcome(e, verdict, detail, took)
+        if repros and verdict in _REPRODUCED and (e.path / "repro.py").is_file():
+            outcome.repro = _check_repro(e, case_timeout)
         report.outcomes.append(outcome)
         if on_outcome is not None:
             on_outcome(outcome)
@@ -171,6 +196,18 @@ def replay(
     run_specs(runnable, judge, workers=workers, device=device, impl=impl, case_timeout=case_timeout)
     report.outcomes.sort(key=lambda o: o.entry.signature)
     return report
+
+
+def _check_repro(e: Entry, timeout: float) -> str:
+    """Run the entry's repro.py on its own, record the run in its case.json, give the verdict."""
+    from .repro import check_repro, repro_record
+
+    code, tail = check_repro(e.path, timeout=timeout)
+    record = repro_record(e.path, code, tail)
+    corpus = Corpus(e.path.parent)
+    corpus.entries[e.signature] = e
+    corpus.annotate(e.signature, {"repro": record})
+    return str(record["verdict"])
 
 
 def run_specs(

@@ -21,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -52,6 +53,7 @@ __all__ = [
     "BACKENDS",
     "FINDING_KEYS",
     "MAX_LINES",
+    "ReproStopped",
     "check_repro",
     "render_repro",
     "repro_record",
@@ -441,33 +443,37 @@ class _Repro:
     def _calls(self) -> tuple[list[str], list[str]]:
         """The loop over the calls (none for one call) and its body, indented."""
         spec, check, runs = self.spec, self.check, self._runs()
-        backward = "" if check.probe_seed is not None else check.backward
+        # A probe's fresh call is made apart from the drive (pyfy_fuzz.observe._fresh_call):
+        # no call site, hooks, marks or retained grads, and no backward.
+        drive = check.probe_seed is None
+        backward = check.backward if drive else ""
         # a later call under a context of its own (no_grad, inference_mode): each call's
         during = any(variant_context(v) for _, _, v in runs)
         seed, head, indent, make = self._loop(runs, during)
-        marks = "mark_dynamic" in spec.plan.config
+        marks = drive and "mark_dynamic" in spec.plan.config
+        grad_fn_hooks = drive and spec.plan.grad_fn_hooks
         uses_args = (
             bool(re.search(r"\bargs\b", check.fact))
             or bool(check.before)
             or any(m == _AGAIN for _, m, _ in runs)
-            or spec.plan.grad_fn_hooks
+            or grad_fn_hooks
             or marks
         )
         inner = ["out = fn(*args)" if uses_args else f"out = fn(*{make})"]
         site = "with during():  # the call's own context" if during else self._call_site()
-        if site is not None:
+        if site is not None and drive:
             inner = [site, f"    {inner[0]}"]
         if check.grad_mode:
             inner.append("grad_mode = torch.is_grad_enabled()")
         if self._uses("set_grad_enabled"):
             inner.append("torch.set_grad_enabled(True)  # pyfy-fuzz's drive restores it")
         inner += self._backward(backward, seed)
-        if spec.plan.saved_tensor_hooks:  # around the call and its backward, as the drive
+        if spec.plan.saved_tensor_hooks and drive:  # around the call and its backward
             pack = "lambda t: t.clone(), lambda t: t"  # generators' _pack, _unpack
             hooks = f"with torch.autograd.graph.saved_tensors_hooks({pack}):"
             inner = [hooks, *(f"    {x}" for x in inner)]
         body = [f"args = {make}"] if uses_args else []
-        if spec.plan.grad_fn_hooks:
+        if grad_fn_hooks:
             body.append("_hook_grad_fns(args)  # as pyfy-fuzz's drive")
         if marks:
             body += [
@@ -479,8 +485,7 @@ class _Repro:
             body.append("fn.zero_grad()  # fresh .grad per call, as pyfy-fuzz's drive")
         if draws_random(self.spec):
             body.append(f"torch.manual_seed({seed})")
-        if check.before:
-            body.append(check.before)
+        body += check.before.splitlines()
         body += inner
         reads_out = [b for b in body if not re.match(r"\s*out = fn\(", b)] + [check.fact]
         if not any(re.search(r"\b(out|tensors)\b", b) for b in reads_out) and not check.snapshot:
@@ -596,6 +601,10 @@ class _Repro:
         check = self.check
         if check.compare == "seq_nr":
             return self._main_seq_nr()
+        for helper in _FACT_HELPERS:
+            if helper.__name__ + "(" in check.fact + check.before:
+                needed: list[Callable[..., Any]] = [*_NEEDS.get(helper, ()), helper]
+                self.helpers += [h for h in needed if h not in self.helpers]
         setup, ref_label, ref, got_label, got = self._sides()
         width = max(len(ref_label), len(got_label)) + 2
         rl, gl = f"{ref_label}:".ljust(width), f"{got_label}:".ljust(width)
@@ -623,10 +632,6 @@ class _Repro:
                 f'print("{got_label} runs too: the bug is fixed")',
             ]
         run = "outcome" if check.compare == "raises" and not check.fact else "observe"
-        for helper in _FACT_HELPERS:
-            if helper.__name__ + "(" in check.fact + check.before:
-                needed: list[Callable[..., Any]] = [*_NEEDS.get(helper, ()), helper]
-                self.helpers += [h for h in needed if h not in self.helpers]
         lines = [*setup, f"expected = {run}({ref})", f"actual = {run}({got})"]
         if check.compare == "later":
             return lines + self._verdict_later(rl, gl, ref_label, got_label)
@@ -797,27 +802,45 @@ _BOOTSTRAP = (
 )
 
 
-def check_repro(entry_dir: Path, timeout: float = 120) -> tuple[int | None, str]:
+def check_repro(
+    entry_dir: Path, timeout: float = 120, stop: threading.Event | None = None
+) -> tuple[int | None, str]:
     """Run `entry_dir/repro.py` on its own -- pyfy_fuzz, generators and oracles unimportable,
     PYTHONPATH unset -- and return its exit code (1: the bug is present, 0: fixed, 2: the
     script raised what it does not check, negative: a signal; None: still running after
-    `timeout` seconds, then killed) and the last 2000 characters of its output."""
+    `timeout` seconds, then killed) and the last 2000 characters of its output. Once `stop`
+    is set the script is killed and ReproStopped raised: no verdict, and no process left."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _BOOTSTRAP],
+        cwd=entry_dir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+    )
+    end = time.monotonic() + timeout
     try:
-        run = subprocess.run(
-            [sys.executable, "-c", _BOOTSTRAP],
-            cwd=entry_dir,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout or ""
-        return None, (out.decode(errors="replace") if isinstance(out, bytes) else out)[-2000:]
-    return run.returncode, run.stdout[-2000:]
+        while True:
+            try:
+                out, _ = proc.communicate(timeout=0.25)
+                return proc.returncode, out[-2000:]
+            except subprocess.TimeoutExpired:
+                if stop is not None and stop.is_set():
+                    raise ReproStopped(entry_dir) from None
+                if time.monotonic() >= end:
+                    proc.kill()
+                    out, _ = proc.communicate()
+                    return None, (out or "")[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+class ReproStopped(Exception):
+    """check_repro was told to stop before the repro finished (the campaign ended)."""
 
 
 def repro_record(entry_dir: Path, code: int | None, tail: str) -> dict[str, Any]:

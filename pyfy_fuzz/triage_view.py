@@ -207,6 +207,9 @@ class FindingEntry:
     triage: str | None = None
     expected: str | None = None
     path: Path | None = None  # the entry directory, absolute (links)
+    # repro.py run on its own (case.json "repro"): reproduces | passes | error | timeout |
+    # interpreter died; None: never run (the campaign ended first)
+    repro: str | None = None
 
     @property
     def fixed(self) -> bool:
@@ -301,7 +304,14 @@ def entry_from_case(
         triage=_one_line(triage) if isinstance(triage, str) and triage.strip() else None,
         expected=case.get("expected") if isinstance(case.get("expected"), str) else None,
         path=path,
+        repro=_repro_verdict(case),
     )
+
+
+def _repro_verdict(case: dict[str, Any]) -> str | None:
+    record = case.get("repro")
+    verdict = record.get("verdict") if isinstance(record, dict) else None
+    return verdict if isinstance(verdict, str) else None
 
 
 def _shown(root: Path, name: str | None = None) -> str:
@@ -413,7 +423,16 @@ def _entries(groups: list[FindingGroup]) -> list[FindingEntry]:
 
 
 def _status(e: FindingEntry) -> str:
-    return f"bug in {e.bug_in}, seen {e.count}x" + (", fixed" if e.fixed else "")
+    return f"bug in {e.bug_in}, seen {e.count}x" + (", fixed" if e.fixed else "") + _repro_word(e)
+
+
+def _repro_word(e: FindingEntry) -> str:
+    """What a reader must know before pasting the repro: whether it was seen to fail alone."""
+    if e.fixed or e.repro == "reproduces":
+        return ""
+    if e.repro is None:
+        return ", repro not run yet"
+    return f", repro.py {e.repro} on its own (not yet a repro)"
 
 
 def render_findings_text(findings: Findings) -> str:
@@ -565,6 +584,8 @@ def _row_html(e: FindingEntry, sev: int) -> str:
         cell.append(f'<div class="difference">{esc(e.difference)}</div>')
     if e.triage:
         cell.append(f'<div class="triage">triage: {esc(e.triage)}</div>')
+    if word := _repro_word(e):
+        cell.append(f'<div class="repro-status">{esc(word[2:])}</div>')
     return (
         f'<tr class="{cls}" data-severity="{sev}" data-path="{esc(e.shown)}">'
         f"<td>{''.join(cell)}</td><td>{esc(e.bug_in)}{fixed}</td>"

@@ -251,7 +251,7 @@ def test_cli_corpus_findings_come_first_most_severe_first(
     order = [text.index(s) for s in ("outputs.0123", "crash.exceptions", "seq_nr.0123")]
     assert order == sorted(order)  # severity 1, 2, 4
     assert text.index("seq_nr.0123") < text.index("wrapper paths reached")
-    assert "    | def f(a0):" in text and "(bug in torch, seen 9x)" in text
+    assert "    | def f(a0):" in text and "(bug in torch, seen 9x, repro not run yet)" in text
     (md,) = out.glob("report-*.md")
     (page,) = out.glob("report-*.html")
     md_text, html_text = md.read_text(), page.read_text()

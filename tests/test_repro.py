@@ -10,12 +10,15 @@ exits 0, a bug planted in a pythonified file exits 1 (slow).
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -41,7 +44,14 @@ from generators.source import RELATE_FUNCTIONS
 from pyfy_fuzz.entry import entry_files, readme
 from pyfy_fuzz.observe import bitwise_equal
 from pyfy_fuzz.pythonify import pythonify
-from pyfy_fuzz.repro import BACKENDS, MAX_LINES, check_repro, render_repro, repro_record
+from pyfy_fuzz.repro import (
+    BACKENDS,
+    MAX_LINES,
+    ReproStopped,
+    check_repro,
+    render_repro,
+    repro_record,
+)
 from pyfy_fuzz.runner import run_case
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
@@ -840,3 +850,88 @@ def test_a_finding_of_run_case_becomes_a_repro_that_exits_1(tmp_path: Path) -> N
     assert len(source.splitlines()) <= 35
     code, tail = check_repro(_write(tmp_path / "case", source))
     assert code == 1 and "incorrect out shape after application of ViewMeta sequence" in tail
+
+
+# -- the repro calls as the campaign called -----------------------------------------------------
+
+# Found by the CI smoke campaign (torch 2.13): eager trips an internal assert ("out != nullptr",
+# variable.cpp) when a view that retains its grad is transposed in place; the compile runs.
+# The drive retains the grads of non-leaf arguments before a backward; the repro must too.
+RETAINED = ProgramSpec(
+    family="input_mutation",
+    roots=(RootSpec((63,), grad="nonleaf"),),
+    inputs=(
+        InputSpec("view", views=(ViewStep("as_strided", ((3, 3, 3), (13, 4, 1), 0)),)),
+        InputSpec("view", views=(ViewStep("as_strided", ((3, 3, 3), (13, 4, 1), 26)),)),
+    ),
+    body=(
+        Stmt("transpose_", ("a1", 0, 2)),
+        Stmt("sin_", ("a1",)),
+        Stmt("neg", ("a0",), ("v0",)),
+    ),
+    outputs=(OutSpec("ref", "v0"),),
+    plan=CallPlan(calls=1),
+)
+# Found by the CI smoke campaign: a view made under no_grad of a tensor requiring grad. The
+# in-place probe calls outside the plan's call site (the no_grad knob), so its repro must too:
+# there eager refuses the write and the compile's output allows it.
+NO_GRAD_VIEW = ProgramSpec(
+    family="module",
+    roots=(RootSpec((4,), grad="leaf"),),
+    inputs=(InputSpec("root"),),
+    body=(
+        Stmt("add", ("a0", "p0"), ("v0",)),
+        Stmt("view", ("v0", "unfold", 0, 1, 2), ("v1",), ctx="no_grad"),
+    ),
+    outputs=(OutSpec("ref", "v1"),),
+    module=ModuleSpec(params=((4,),)),
+    plan=CallPlan(calls=1, config=("no_grad",)),
+)
+
+
+def test_the_repro_retains_grads_exactly_where_the_drive_does() -> None:
+    """drive() calls retain_grad on non-leaf arguments before a call that runs backward (and
+    only then); each repro call does too, and a probe's fresh call (made apart from the drive)
+    neither retains nor runs under the call site."""
+    raised = finding(CD, "exceptions", TC, "call 0: returned; eager raised RuntimeError in call: x")
+    with_backward = render_repro(RETAINED, raised, backend="aot_eager")
+    _well_formed(with_backward)
+    assert "    retain_grads(args)\n" in with_backward and "def retain_grads(" in with_backward
+    no_backward = replace(RETAINED, plan=replace(RETAINED.plan, backward=False))
+    assert "retain_grads" not in render_repro(no_backward, raised, backend="aot_eager")
+    leaves_only = replace(RETAINED, roots=(RootSpec((63,), grad="none"),))
+    assert "retain_grads" not in render_repro(leaves_only, raised, backend="aot_eager")
+    probe = finding(CD, "autograd", TC, "writing into output 0 in place: refused (E) vs allowed")
+    for spec in (RETAINED, NO_GRAD_VIEW):
+        source = render_repro(spec, probe, backend="aot_eager")
+        _well_formed(source)
+        assert "retain_grads" not in source and "no_grad():  # the case's call site" not in source
+    for spec, backward in ((RETAINED, True), (no_backward, False)):  # and the drive itself
+        program = materialize(spec)
+        args = program.make_inputs(0)
+        with contextlib.suppress(RuntimeError):  # eager's assert, once retained
+            program.module.drive(program.make_fn(), args)
+        assert [a.retains_grad for a in args] == [backward, backward]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", [RETAINED, NO_GRAD_VIEW], ids=["retained", "probe"])
+def test_campaign_findings_that_depend_on_the_drive_become_repros_that_exit_1(
+    spec: ProgramSpec, tmp_path: Path
+) -> None:
+    """Each saved repro runs as the campaign ran the case; these two did not (CI smoke, 11-26)."""
+    result = run_case(spec)
+    assert result.findings, result
+    source = render_repro(spec, result.findings[0].to_dict(), backend="aot_eager")
+    code, tail = check_repro(_write(tmp_path / "case", source))
+    assert code == 1, tail
+
+
+def test_check_repro_stops_when_told_and_leaves_no_process(tmp_path: Path) -> None:
+    slow = _write(tmp_path / "slow", "import time\ntime.sleep(60)\n")
+    stop = threading.Event()
+    threading.Timer(1.0, stop.set).start()
+    t0 = time.monotonic()
+    with pytest.raises(ReproStopped):
+        check_repro(slow, timeout=60, stop=stop)
+    assert time.monotonic() - t0 < 10

@@ -11,6 +11,7 @@ import pytest
 from pyfy_fuzz.corpus import FORMAT
 from pyfy_fuzz.triage_view import (
     SEVERITIES,
+    Findings,
     FindingsError,
     difference_of,
     entry_from_case,
@@ -362,3 +363,29 @@ def test_text_markdown_and_html_most_severe_first_and_escaped(tmp_path: Path) ->
     rows = [r for r in page.split("<tr ") if r.startswith('class="finding')]
     assert [r.split('data-severity="')[1][0] for r in rows] == ["1", "2", "4"]
     assert 'class="finding fixed"' in rows[0]
+
+
+def test_an_entry_says_when_its_repro_was_not_seen_to_fail_alone() -> None:
+    """A reader pastes repro.py into an issue: the report says when nobody ran it, or when it
+    ran and did not show the bug (a fixed entry is expected to pass, and says nothing)."""
+    record = {"exit_code": 1, "verdict": "reproduces", "checked": "x", "tail": ""}
+    passing = {**record, "exit_code": 0, "verdict": "passes"}
+    shown = {
+        "reproduces": entry_from_case(_case(repro=record), "a"),
+        "unchecked": entry_from_case(_case(), "b"),
+        "passes": entry_from_case(_case(repro=passing), "c"),
+        "fixed": entry_from_case(
+            _case(expected="pass", repro={**record, "verdict": "passes"}), "d"
+        ),
+    }
+    assert shown["reproduces"].repro == "reproduces" and shown["unchecked"].repro is None
+    text = render_findings_text(Findings("corpus", group_entries(list(shown.values()))))
+    lines = {
+        line.split()[0]: line for line in text.splitlines() if line.startswith("  ") and "(" in line
+    }
+    assert lines["a"].endswith("(bug in torch, seen 1x)")
+    assert lines["b"].endswith(", repro not run yet)")
+    assert lines["c"].endswith(", repro.py passes on its own (not yet a repro))")
+    assert lines["d"].endswith("seen 1x, fixed)")
+    page = render_findings_html(Findings("corpus", group_entries(list(shown.values()))))
+    assert page.count('class="repro-status"') == 2

@@ -39,6 +39,7 @@ def make_inputs(seed=0):  # the values pyfy-fuzz drew
 def observe(fn):
     args = make_inputs()
     _hook_grad_fns(args)  # as pyfy-fuzz's drive
+    retain_grads(args)
     out = fn(*args)
     diff = [o for o in tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
     g = torch.Generator().manual_seed(1000)
@@ -46,6 +47,12 @@ def observe(fn):
     if diff:
         loss.backward()
     return sorted(take_hook_log())
+
+def retain_grads(args):
+    """Non-leaf arguments requiring grad keep their .grad, as pyfy-fuzz's drive asks."""
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf:
+            a.retain_grad()
 
 expected = observe(f)
 actual = observe(torch.compile(f, backend="aot_eager"))

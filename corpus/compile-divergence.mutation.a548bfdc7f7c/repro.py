@@ -20,8 +20,15 @@ def make_inputs(seed=0):  # the values pyfy-fuzz drew
 
 def observe(fn):
     args = make_inputs()
+    retain_grads(args)
     fn(*args)
     return tuple(args[1].shape)
+
+def retain_grads(args):
+    """Non-leaf arguments requiring grad keep their .grad, as pyfy-fuzz's drive asks."""
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf:
+            a.retain_grad()
 
 compiled = aot_function(  # the AOT front-end, without Dynamo
     f, fw_compiler=nop, bw_compiler=nop, keep_inference_input_mutations=True,

@@ -91,7 +91,7 @@ def drive(call, args, seed=0, module=None, variant=None):
     for leaf in leaves:
         if not again:  # "again": the call before's arguments, their gradients accumulate
             leaf.grad = None
-        if not leaf.is_leaf:
+        if PLAN["backward"] and not leaf.is_leaf:  # only a backward reads the .grad kept
             leaf.retain_grad()
     mark_inputs(args)
     if PLAN["grad_fn_hooks"]:

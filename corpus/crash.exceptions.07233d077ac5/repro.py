@@ -17,12 +17,20 @@ def make_inputs(seed=0):  # the values pyfy-fuzz drew
     return a0, a1
 
 def run(fn):
-    out = fn(*make_inputs())
+    args = make_inputs()
+    retain_grads(args)
+    out = fn(*args)
     diff = [o for o in tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
     g = torch.Generator().manual_seed(1000)
     loss = sum((o * torch.randn(o.shape, generator=g).to(o.dtype)).sum() for o in diff)
     if diff:
         loss.backward()
+
+def retain_grads(args):
+    """Non-leaf arguments requiring grad keep their .grad, as pyfy-fuzz's drive asks."""
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf:
+            a.retain_grad()
 
 run(f)  # eager runs
 try:

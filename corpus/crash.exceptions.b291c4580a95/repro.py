@@ -20,11 +20,19 @@ def make_inputs(seed=0):  # the values pyfy-fuzz drew
     return a0,
 
 def run(fn):
-    out = fn(*make_inputs())
+    args = make_inputs()
+    retain_grads(args)
+    out = fn(*args)
     diff = [o for o in tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
     loss = sum((o * torch.ones(o.shape, dtype=o.dtype)).sum() for o in diff)
     if diff:
         loss.backward()
+
+def retain_grads(args):
+    """Non-leaf arguments requiring grad keep their .grad, as pyfy-fuzz's drive asks."""
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf:
+            a.retain_grad()
 
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pythonified.py")
 file_spec = importlib.util.spec_from_file_location("pythonified", path)

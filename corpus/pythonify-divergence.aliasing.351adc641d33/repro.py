@@ -43,8 +43,15 @@ def make_inputs(seed=0):  # the values pyfy-fuzz drew
 
 def observe(fn):
     args = make_inputs()
+    retain_grads(args)
     out = fn(*args)
     return [f"a{i}" for i, a in enumerate(args) if a is out]
+
+def retain_grads(args):
+    """Non-leaf arguments requiring grad keep their .grad, as pyfy-fuzz's drive asks."""
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf:
+            a.retain_grad()
 
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pythonified.py")
 file_spec = importlib.util.spec_from_file_location("pythonified", path)

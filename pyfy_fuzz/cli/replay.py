@@ -36,6 +36,12 @@ def register(commands: Commands) -> None:
     )
     p.add_argument("--case-timeout", type=float, default=120.0)
     p.add_argument("--json", type=Path, default=None, metavar="REPORT.json")
+    p.add_argument(
+        "--repros",
+        action="store_true",
+        help="also run each entry's repro.py on its own and record the run in case.json; "
+        "a repro that disagrees with the replay (repro-mismatch) exits 1",
+    )
     p.set_defaults(run=cmd_replay)
 
 
@@ -57,7 +63,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise cli_error(f"no corpus entries under {', '.join(map(str, args.paths))}")
 
     def show(o: Any) -> None:
-        print(f"{o.verdict:<15} {o.entry.signature:<48} {o.detail}", flush=True)
+        repro = f" [repro.py {o.repro}{': MISMATCH' if o.repro_mismatch else ''}]"
+        tail = repro if o.repro is not None else ""
+        print(f"{o.verdict:<15} {o.entry.signature:<48} {o.detail}{tail}", flush=True)
 
     from pyfy_fuzz.pool import WorkerStartError
 
@@ -69,6 +77,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             impl=args.pythonify,
             case_timeout=args.case_timeout,
             on_outcome=show,
+            repros=args.repros,
         )
     except WorkerStartError as e:
         raise cli_error(f"workers cannot start: {str(e).splitlines()[0]}") from None
@@ -78,6 +87,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     counts: dict[str, int] = {}
     for o in report.outcomes:
         counts[o.verdict] = counts.get(o.verdict, 0) + 1
+    mismatched = sum(o.repro_mismatch for o in report.outcomes)
+    if mismatched:
+        counts["repro-mismatch"] = mismatched
     print("replay: " + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())))
     if args.json is not None:
         from pyfy_fuzz.atomic import atomic_write

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ __all__ = [
     "ORACLE_WIDTH",
     "print_summary",
     "register",
+    "repro_line",
     "run_and_summarise",
 ]
 
@@ -191,6 +193,14 @@ def _backends(c: dict[str, Any], s: dict[str, Any]) -> str:
     return f"{c['backend']} + inductor (1 case in {share}" + (f": {counts})" if counts else ")")
 
 
+def repro_line(findings: list[dict[str, Any]]) -> str:
+    """How the new findings' repro.py fared when run on their own: "5 reproduce, 1 not
+    checked yet"; one that passes or errs is a repro that does not show its bug (ours)."""
+    verdicts = Counter(f.get("repro") or "not checked yet" for f in findings)
+    words = {"reproduces": "reproduce", "passes": "pass (the repro misses the bug: ours)"}
+    return ", ".join(f"{n} {words.get(v, v)}" for v, n in verdicts.most_common())
+
+
 def print_summary(s: dict[str, Any], out: Any) -> None:
     from pyfy_fuzz.budget import format_duration
 
@@ -210,6 +220,8 @@ def print_summary(s: dict[str, Any], out: Any) -> None:
             f"  {f['kind']:<20} {f['oracle']:<{ORACLE_WIDTH}} {f['subject']:<14} {f['path']}",
             file=out,
         )
+    if findings:
+        print(f"repros run on their own: {repro_line(findings)}", file=out)
     seen = s["known_seen"]
     if seen:
         print(

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
+from pyfy_fuzz.campaign import REPRO_WAIT_S, repro_wait_s
 from pyfy_fuzz.cli import main
 from pyfy_fuzz.cli.run import print_summary
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
@@ -99,6 +103,17 @@ def test_summary_lists_findings_with_their_paths() -> None:
     assert "120 cases in 1m1s (118/min" in text
     assert "corpus/crash.exceptions.x" in text and "dedupe/duplicate_args 7" in text
     assert "warm-cache" not in text  # no case consulted the cache: no line
+    assert "repros run on their own: 1 not checked yet" in text
+
+    summary["findings"] += [
+        {**summary["findings"][0], "repro": v} for v in ("reproduces", "reproduces", "passes")
+    ]
+    out = io.StringIO()
+    print_summary(summary, out)
+    assert (
+        "repros run on their own: 2 reproduce, 1 not checked yet, "
+        "1 pass (the repro misses the bug: ours)"
+    ) in out.getvalue()
 
     summary["warm_cache"] = {"hit": 6, "partial": 1, "unsaved": 3}
     out = io.StringIO()
@@ -179,3 +194,25 @@ def test_config_pins_every_drawn_case() -> None:
     assert seen and set(seen) == {("debug_assert", "no_grad")}
     plain = st.just(1)
     assert _with_config(plain, None) is plain  # type: ignore[arg-type]  # no --config: as drawn
+
+
+def test_repro_checks_get_a_tenth_of_the_budget_past_its_end() -> None:
+    """A 60 s smoke run may not take half as long again checking repros; an hour gets 60 s."""
+    assert [repro_wait_s(b) for b in (30, 60, 300, 3600)] == [10.0, 10.0, 30.0, REPRO_WAIT_S]
+
+
+@pytest.mark.slow
+def test_replay_repros_runs_each_repro_and_records_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    entry = tmp_path / "c" / "compile-divergence.mutation.a6d76f8df013"  # the README's example
+    shutil.copytree(REPO / "corpus" / entry.name, entry)
+    case = json.loads((entry / "case.json").read_text())
+    del case["repro"]
+    (entry / "case.json").write_text(json.dumps(case))
+    assert main(["replay", "--repros", str(entry)]) == 0
+    assert "[repro.py reproduces]" in capsys.readouterr().out
+    assert json.loads((entry / "case.json").read_text())["repro"]["verdict"] == "reproduces"
+    (entry / "repro.py").write_text("print('a repro that misses its bug')\n")
+    assert main(["replay", "--repros", str(entry)]) == 1
+    assert "repro-mismatch 1" in capsys.readouterr().out

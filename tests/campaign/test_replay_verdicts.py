@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pyfy_fuzz.corpus import Entry
 from pyfy_fuzz.pool import Died
-from pyfy_fuzz.replay import _matches, _verdict
+from pyfy_fuzz.replay import ReplayOutcome, ReplayReport, _matches, _verdict
 from pyfy_fuzz.schema.messages import CaseOutcome, Done
 
 CASE = {
@@ -87,3 +89,26 @@ def test_harness_errors_match_only_their_own_exception() -> None:
 )
 def test_verdicts(expected: str, reproduced: bool | None, verdict: str) -> None:
     assert _verdict(expected, reproduced) == verdict
+
+
+@pytest.mark.parametrize(
+    "verdict, repro, mismatch",
+    [
+        ("known-failure", "reproduces", False),
+        ("known-failure", "passes", True),  # the spec shows the bug, the repro does not
+        ("known-failure", "error", True),
+        ("fixed-upstream", "passes", False),
+        ("fixed-upstream", "reproduces", True),  # the repro shows what the spec no longer does
+        ("pass", "passes", False),
+        ("FAIL", "reproduces", False),
+        ("error", "passes", False),  # an entry replay could not judge: nothing to agree with
+        ("known-failure", None, False),  # --repros not asked for
+    ],
+)
+def test_a_repro_must_say_what_the_replay_says(
+    verdict: str, repro: str | None, mismatch: bool
+) -> None:
+    entry = Entry(Path("corpus/x"), {**CASE, "expected": "fail"})
+    outcome = ReplayOutcome(entry, verdict, "", repro=repro)
+    assert outcome.repro_mismatch is mismatch
+    assert ReplayReport([outcome]).exit_code == int(mismatch or verdict in ("FAIL", "error"))
