@@ -323,7 +323,7 @@ def _view_of(b: Builder, v: Val) -> None:
 
 
 def _subclass(b: Builder) -> None:
-    kind = b.pick(("two_tensor", "mirror"))
+    kind = b.pick(("two_tensor", "mirror", "nested_two_tensor"))
     event(f"aim: subclass/{kind}")
     grad = b.pick(("none", "leaf"))
     root = b.add_root(subclass=kind, grad=grad, layout="contiguous")

@@ -84,7 +84,8 @@ output_aliasing_programs = _family(
 )
 subclass_programs = _family(
     "subclass",
-    "TwoTensor and MirrorTensor (a one-tensor traceable wrapper subclass) arguments: "
+    "TwoTensor, TwoTensor of TwoTensors and MirrorTensor (a one-tensor traceable wrapper "
+    "subclass) arguments: "
     "AOTDispatchSubclassWrapper.",
 )
 effects_programs = _family(

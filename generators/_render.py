@@ -19,6 +19,7 @@ from pyfy_fuzz.schema.config import call_context
 
 from ._model import root_geometry
 from ._relations import relations_source
+from ._saved_hooks import saved_hooks_source
 from ._spec import (
     CALL_RELATIONS,
     FunctionSpec,
@@ -77,6 +78,8 @@ def _root(g, shape, dtype, layout, grad, subclass=None, variant=None, first=True
         t = t.detach()
     if subclass == "two_tensor":
         t = TwoTensor(t, t * 2)
+    elif subclass == "nested_two_tensor":
+        t = TwoTensor(TwoTensor(t, t * 2), TwoTensor(t * 3, t + 1))
     elif subclass == "mirror":
         t = MirrorTensor(t, "m")
     if grad == "leaf":
@@ -306,14 +309,6 @@ def _hook_grad_fns(args):
             a.grad_fn.register_hook(_log_node)
 
 
-def _pack(t):
-    return t.clone()  # a real copy, of the same dtype: torch.compile may save a bool mask
-
-
-def _unpack(t):
-    return t
-
-
 def _module_hook(module, grad_input, grad_output):
     HOOK_LOG.append(("module", len(grad_input), len(grad_output)))
     return tuple(None if g is None else g * 3 for g in grad_input)
@@ -369,6 +364,8 @@ _METHODS = {
     "unsqueeze_",
     "squeeze_",
     "as_strided_",
+    "set_",
+    "resize_",
 }
 _CTX = {
     "no_grad": "torch.no_grad()",
@@ -832,7 +829,7 @@ def render(spec: ProgramSpec, device: str = "cpu") -> str:
         "import torch",
     ]
     subclasses = {r.subclass for r in spec.roots}
-    if "two_tensor" in subclasses:
+    if subclasses & {"two_tensor", "nested_two_tensor"}:
         parts.append(_TWO_TENSOR.strip())
     if "mirror" in subclasses:
         parts.append("from torch.utils._python_dispatch import return_and_correct_aliasing")
@@ -840,7 +837,7 @@ def render(spec: ProgramSpec, device: str = "cpu") -> str:
         parts.append("from torch.autograd.function import once_differentiable")
     parts += ["", f"DEVICE = {device!r}"]
     parts.append(_PRELUDE)
-    parts += ["", relations_source(), ""]
+    parts += ["", relations_source(), "", saved_hooks_source(), ""]
     if "mirror" in subclasses:
         parts.append(MIRROR)
     if uses_effect_op(spec):

@@ -335,19 +335,18 @@ def stmt_metadata(b: Builder, target: Val | None = None) -> bool:
     v = target
     if v.requires_grad and (v.is_leaf or v.view_of_leaf_rg) or v.subclass:
         return False  # eager refuses in-place ops on (views of) leaves that require grad
-    ops = ["unsqueeze_"]
-    if v.ndim <= 2:
-        ops.append("t_")
-    if v.ndim >= 2:
-        ops.append("transpose_")
-    if 1 in v.shape:
-        ops.append("squeeze_")
-    if v.geom is not None and not v.requires_grad and not v.is_view:
-        ops.append("as_strided_")
-    op = b.pick(ops)
+    op = b.pick(_metadata_ops(v))
+    half = numel(v.shape) // 2
     args: tuple[object, ...]
     geom: Geometry | None
-    if op == "as_strided_":
+    new_shape: tuple[int, ...]
+    if op == "set_":
+        _set_storage(b, v)
+        return True
+    if op == "resize_" and v.geom is not None:
+        new_shape = (half,)
+        args, geom = (new_shape,), Geometry(new_shape, (1,), v.geom.offset)
+    elif op == "as_strided_":
         size, stride, offset = b._strided_window(v.storage_numel)
         args, geom, new_shape = (size, stride, offset), Geometry(size, stride, offset), size
     elif op == "t_":
@@ -366,6 +365,41 @@ def stmt_metadata(b: Builder, target: Val | None = None) -> bool:
     b.body.append(Stmt(op, (v.name, *args)))
     event(f"metadata mutation: {op}")
     return True
+
+
+def _metadata_ops(v: Val) -> list[str]:
+    """The in-place metadata changes eager allows on v, in a list as long as it was before
+    set_ and resize_ (issue 17) joined: a pick over another range moves where Hypothesis's
+    shrinking ends for the whole family (tests/generators/test_shrinking.py). So set_ takes
+    t_'s place on a tensor of fewer than two dims (where t_ changes nothing), and resize_
+    as_strided_'s on a tensor with an even number of elements (both re-lay the same storage)."""
+    ops = ["unsqueeze_"]
+    if v.ndim <= 2:
+        settable = not (v.requires_grad or v.is_view or v.dtype == "bool")
+        ops.append("set_" if v.ndim < 2 and settable else "t_")
+    if v.ndim >= 2:
+        ops.append("transpose_")
+    if 1 in v.shape:
+        ops.append("squeeze_")
+    if v.geom is not None and not v.requires_grad and not v.is_view:
+        # resize_ to fewer elements: the same storage read contiguously from the offset
+        # (growing would allocate memory nobody wrote; an expanded root has fewer elements)
+        half = numel(v.shape) // 2
+        fits = half >= 1 and v.geom.offset + half <= v.storage_numel
+        ops.append("resize_" if fits and numel(v.shape) % 2 == 0 else "as_strided_")
+    return ops
+
+
+def _set_storage(b: Builder, v: Val) -> None:
+    """`v.set_(t)` with t a fresh result: v keeps its version counter and takes t's storage
+    and geometry. AOT replays it on the caller's tensor with set_ after the graph, not with a
+    copy (Note [Copying input mutations back], pyfy_fuzz/pythonify/wrappers/runtime.py)."""
+    t = fresh(b, v, v.shape, v.dtype, rg=False)
+    bind(b, t, Stmt("mul", (v.name, 2), (t.name,)))
+    b.profile = replace(b.profile, frontend="aot")
+    b.vals[v.name] = replace(v, storage=t.storage, storage_numel=t.storage_numel, geom=t.geom)
+    b.body.append(Stmt("set_", (v.name, t.name)))
+    event("metadata mutation: set_")
 
 
 def stmt_grad_mode(b: Builder) -> bool:

@@ -4,7 +4,7 @@
 shorter script from the same spec (the function, its inputs written out, one check), and must
 use the same pieces so that the two can never disagree about what the program is: the
 function's source, how its inputs and their views are written, the dtype names, the hooks the
-program installs.
+program installs (grad hooks, and the saved-tensor hooks that log what autograd hands them).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from ._render import (
     variant_changes,
     view_expr,
 )
+from ._saved_hooks import saved_hooks_source
 
 __all__ = [
     "DTYPE_BY_NAME",
@@ -38,6 +39,7 @@ __all__ = [
     "module_init",
     "out_expr",
     "render",
+    "saved_hooks_source",
     "stmt_lines",
     "uses_effect_op",
     "variant_changes",

@@ -170,6 +170,24 @@ def diff_autograd(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
             out.append(f"output {j}.grad_fn {r.grad_fn} vs {g.grad_fn}")
         elif r.grad_fn != g.grad_fn and not ctx.strict:
             excuse("grad-fn-type")
+    return out + diff_saved_hooks(ref, got, ctx.strict)
+
+
+def diff_saved_hooks(ref: CallObs, got: CallObs, strict: bool = False) -> list[str]:
+    """Note [Saved-tensor hook contract] (generators/_saved_hooks.py): what was packed may
+    differ from eager's; a packed tensor backward never unpacked, or an unpack of something no
+    pack returned, is a broken promise where eager kept it. The pythonified file runs
+    torch.compile's graphs (`strict`): it must pack exactly as many tensors."""
+    if ref.saved_hooks is None or got.saved_hooks is None or ref.raised or got.raised:
+        return []
+    (r_packed, r_never, r_foreign), (packed, never, foreign) = ref.saved_hooks, got.saved_hooks
+    out = []
+    if strict and packed != r_packed:
+        out.append(f"saved-tensor hooks: {r_packed} tensors packed vs {packed}")
+    if never and not r_never:
+        out.append(f"saved-tensor hooks: {never} of {packed} packed tensors never unpacked")
+    if foreign and not r_foreign:
+        out.append(f"saved-tensor hooks: {foreign} unpacks of objects no pack returned")
     return out
 
 

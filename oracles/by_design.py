@@ -179,6 +179,17 @@ BY_DESIGN: tuple[ByDesign, ...] = (
         "too, so the pythonified file is refused alike.",
     ),
     ByDesign(
+        "compile-refuses-set-with-other-mutations",
+        "exceptions",
+        "torch.compile raises where eager runs: an argument set_ (or resize_) onto other "
+        "memory that the function also mutates in a way AOTAutograd cannot keep in the graph "
+        "(a data mutation autograd sees)",
+        "Note [set_() Input Mutations in AOTAutograd]: a set_ of a graph input is replayed in "
+        "the graph only when every other mutation of that input could be too, and otherwise "
+        "_check_if_mutation_can_be_in_graph raises 'This is not supported today' "
+        "(functional_utils.py, torch 2.13): a documented limitation, not a wrong result.",
+    ),
+    ByDesign(
         "grad-fn-type",
         "autograd",
         "outputs' grad_fn has another type (CompiledFunctionBackward vs MulBackward0)",
@@ -252,6 +263,9 @@ _DOCUMENTED_REFUSALS = {
     "as_strided() is non-compositional": "compile-refuses-as-strided-view-mutation",
     "to the graph is a tensor subclass. This is not supported today": (
         "compile-refuses-subclass-synthetic-base"
+    ),
+    "on a graph input, but the input has other mutations that we cannot": (
+        "compile-refuses-set-with-other-mutations"
     ),
 }
 

@@ -247,6 +247,10 @@ def _read_more(spec: ProgramSpec, rest: str) -> _Fact | None:
         return _tensor_fact(leaf(spec, j), f"output {j}", rest[m.end() :])
     if m := re.match(r"input (\S+) after the call: ", rest):
         return _tensor_fact(_named(m[1]), f"input {m[1]} after the call", rest[m.end() :])
+    if rest.startswith("saved-tensor hooks: "):  # Note [Saved-tensor hook contract]
+        label = "whether a packed tensor was never unpacked, or an unpack got what no pack made"
+        fact = "[n > 0 for n in saved_hooks_summary()[1:]]"
+        return _Fact("equal", label, fact, "first", before="SAVED_LOG.clear()")
     if rest.startswith("hooks ran "):
         return _Fact("equal", "the hooks that ran (any order)", "sorted(take_hook_log())", "first")
     if m := re.match(r"grad( after the second backward)? of (\S+): ", rest):

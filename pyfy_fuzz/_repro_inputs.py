@@ -144,6 +144,9 @@ def _root_lines(r: RootSpec, name: str, device: str, variant: str | None) -> lis
     leaf = ".requires_grad_()" if r.grad == "leaf" else ""
     if r.subclass == "two_tensor":
         return [f"{name} = {expr}{comment}", f"{name} = TwoTensor({name}, {name} * 2){leaf}"]
+    if r.subclass == "nested_two_tensor":
+        pairs = f"TwoTensor({name}, {name} * 2), TwoTensor({name} * 3, {name} + 1)"
+        return [f"{name} = {expr}{comment}", f"{name} = TwoTensor({pairs}){leaf}"]
     if r.subclass == "mirror":
         return [f"{name} = MirrorTensor({expr}, 'm'){leaf}{comment}"]
     return [f"{name} = {expr}{leaf}{comment}"]

@@ -229,6 +229,10 @@ class CallObs:
     # The inputs whose geometry and values the call left exactly as they were (a write of the
     # same values, in-place metadata changes that cancel out); None where the call raised.
     unchanged: tuple[str, ...] | None = None
+    # Under the plan's saved-tensor hooks: (tensors packed, packed tensors never unpacked,
+    # unpacks of objects no pack returned), over the call and its backwards; None without the
+    # hooks (Note [Saved-tensor hook contract] in generators/_saved_hooks.py).
+    saved_hooks: tuple[int, int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -451,7 +455,11 @@ def _recording(
 def observe_call(
     program: Program, target: Target, seed: int, variant: str | None
 ) -> tuple[CallObs, list[Any]]:
-    """One call as the plan says; returns the observation and the live outputs."""
+    """One call as the plan says; returns the observation and the live outputs.
+
+    Long: one observation holds every per-call fact the oracles compare (outputs, inputs
+    after, aliasing, grads, hooks, version counters, saved-tensor hooks), read in one place
+    so that each is read at the same moment for every subject."""
     try:
         args = program.make_inputs(seed, variant)
     except Exception as exc:
@@ -469,6 +477,9 @@ def observe_call(
     log = getattr(program.module, "HOOK_LOG", None)
     if isinstance(log, list):
         log.clear()
+    saved_log = getattr(program.module, "SAVED_LOG", None)
+    if isinstance(saved_log, list):
+        saved_log.clear()
     try:
         result = program.module.drive(call, args, seed, module=owner, variant=variant)
     except Exception as exc:
@@ -490,6 +501,9 @@ def observe_call(
         hooks=tuple(str(x) for x in log) if isinstance(log, list) else (),
         versions_moved=box.get("moved"),
         unchanged=box.get("unchanged"),
+        saved_hooks=(
+            tuple(program.module.saved_hooks_summary()) if program.plan.saved_tensor_hooks else None
+        ),
     )
     if result is not None:
         second = result["second"]

@@ -38,6 +38,7 @@ from generators.source import (
     module_init,
     out_expr,
     render,
+    saved_hooks_source,
     stmt_lines,
     uses_effect_op,
     variant_context,
@@ -223,7 +224,7 @@ class _Repro:
             lines.append("from torch._inductor.compile_fx import compile_fx")
         if any(spec.functions[k].once_differentiable for k in self._functions()):
             lines.append("from torch.autograd.function import once_differentiable")
-        if "two_tensor" in self._subclasses():
+        if self._subclasses() & {"two_tensor", "nested_two_tensor"}:
             lines.append("from torch.testing._internal.two_tensor import TwoTensor")
         if "mirror" in self._subclasses():
             lines.append("from torch.utils._python_dispatch import return_and_correct_aliasing")
@@ -325,7 +326,14 @@ class _Repro:
             lines += [*H.function_from(HOOKS, n), ""]
         if take:
             lines += [*H.source(H.take_hook_log, not self.compact), ""]
+        if self._logs_saved_hooks():
+            lines += [*saved_hooks_source().splitlines(), ""]
         return lines
+
+    def _logs_saved_hooks(self) -> bool:
+        """The fact is what the saved-tensor hooks saw: the program's logging hooks, not the
+        plain copy the other repros install."""
+        return "saved_hooks_summary()" in self.check.fact
 
     def _program(self) -> list[str]:
         """`def f` or `class Program`: the body as generators._render renders statements."""
@@ -469,7 +477,8 @@ class _Repro:
             inner.append("torch.set_grad_enabled(True)  # pyfy-fuzz's drive restores it")
         inner += self._backward(backward, seed)
         if spec.plan.saved_tensor_hooks and drive:  # around the call and its backward
-            pack = "lambda t: t.clone(), lambda t: t"  # generators' _pack, _unpack
+            pack = "lambda t: t.clone(), lambda t: t"  # generators' _pack, _unpack, unlogged
+            pack = "_pack, _unpack" if self._logs_saved_hooks() else pack
             hooks = f"with torch.autograd.graph.saved_tensors_hooks({pack}):"
             inner = [hooks, *(f"    {x}" for x in inner)]
         body = [f"args = {make}"] if uses_args else []

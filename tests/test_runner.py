@@ -530,3 +530,25 @@ def test_aliased_mutated_subclass_arguments_are_refused_by_design():
     r = run_case(s)
     assert r.findings == [], [f.explanation for f in r.findings]
     assert "compile-refuses-subclass-synthetic-base" in r.excused, r.excused
+
+
+def test_a_set_beside_another_mutation_of_the_argument_is_refused_by_design():
+    """a0.set_(a0 * 2) then a0.mul_(2): AOTAutograd replays a set_ of a graph input only when
+    the input's other mutations stay in the graph too, and says 'not supported today'
+    otherwise (found by issue 17's set_ metadata mutations: a documented refusal)."""
+    s = ProgramSpec(
+        family="input_mutation",
+        roots=(RootSpec((4,), grad="none"), RootSpec((4,), grad="leaf")),
+        inputs=(InputSpec("root", root=0), InputSpec("root", root=1)),
+        body=(
+            Stmt("mul", ("a0", 2), ("v0",)),
+            Stmt("set_", ("a0", "v0")),
+            Stmt("mul_", ("a0", 2)),
+            Stmt("mul", ("a0", "a1"), ("v1",)),
+        ),
+        outputs=(OutSpec("ref", "v1"),),
+        plan=CallPlan(calls=1, frontend="aot"),
+    )
+    r = run_case(s)
+    assert r.findings == [], [f.explanation for f in r.findings]
+    assert "compile-refuses-set-with-other-mutations" in r.excused, r.excused

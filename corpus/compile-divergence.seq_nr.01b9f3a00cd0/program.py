@@ -50,6 +50,8 @@ def _root(g, shape, dtype, layout, grad, subclass=None, variant=None, first=True
         t = t.detach()
     if subclass == "two_tensor":
         t = TwoTensor(t, t * 2)
+    elif subclass == "nested_two_tensor":
+        t = TwoTensor(TwoTensor(t, t * 2), TwoTensor(t * 3, t + 1))
     elif subclass == "mirror":
         t = MirrorTensor(t, "m")
     if grad == "leaf":
@@ -266,6 +268,28 @@ def variant_context(variant):
     return None
 
 
+SAVED_LOG = []  # (pack, k): pack returned token k; (unpack, k): unpack got it
+
+
+def _pack(t):
+    # a real copy, of the same dtype (torch.compile may save a bool mask), and its token
+    SAVED_LOG.append(("pack", len(SAVED_LOG)))
+    return len(SAVED_LOG) - 1, t.clone()
+
+
+def _unpack(packed):
+    token, t = packed
+    SAVED_LOG.append(("unpack", token))
+    return t
+
+
+def saved_hooks_summary():
+    """(tensors packed, packed tensors never unpacked, unpacks of objects no pack returned)."""
+    packed = {k for what, k in SAVED_LOG if what == "pack"}
+    unpacked = {k for what, k in SAVED_LOG if what == "unpack"}
+    return len(packed), len(packed - unpacked), len(unpacked - packed)
+
+
 
 
 HOOK_LOG = []  # the hooks that ran, in order: pyfy-fuzz compares it between subjects
@@ -301,14 +325,6 @@ def _hook_grad_fns(args):
         if isinstance(a, torch.Tensor) and a.grad_fn is not None:
             a.grad_fn.register_prehook(_log_node_pre)
             a.grad_fn.register_hook(_log_node)
-
-
-def _pack(t):
-    return t.clone()  # a real copy, of the same dtype: torch.compile may save a bool mask
-
-
-def _unpack(t):
-    return t
 
 
 def _module_hook(module, grad_input, grad_output):

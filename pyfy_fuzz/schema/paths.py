@@ -102,11 +102,13 @@ ALL_PATHS: tuple[str, ...] = (
     "runtime/input_mutation/data",
     "runtime/input_mutation/metadata",
     "runtime/input_mutation/out_of_graph",
+    "runtime/input_mutation/storage",
     "runtime/intermediate_bases",
     *(f"runtime/output/{kind}" for kind in OUTPUT_ALIAS_KINDS),
     "subclass/backward",
     "subclass/dynamic",
     "subclass/forward",
+    "subclass/nested",
     "synthetic_base/1d",
     "synthetic_base/inference",
     "synthetic_base/metadata_mutation",
@@ -131,7 +133,11 @@ CUDA_ONLY: frozenset[str] = frozenset({"rng/functionalized"})
 # (autograd/saved_tensors refines autograd/training: it was never emitted before an
 # open-ended slice was counted right, so entries signed before that lack it. synthetic_base/1d
 # and /nd, the aliased arguments' rank, refine synthetic_base/training or /inference: every
-# synthetic base has one, so no shrink can remove it and it would split one bug in two.)
+# synthetic base has one, so no shrink can remove it and it would split one bug in two.
+# runtime/input_mutation/storage, a set_ of an input, refines runtime/input_mutation/metadata:
+# torch's InputAliasInfo asserts mutates_storage_metadata implies mutates_metadata.
+# subclass/nested, a subclass whose inner tensors are subclasses, refines subclass/forward or
+# /backward, one of which every subclass program has.)
 REFINEMENTS: frozenset[str] = frozenset(
     {
         "synthetic_base/storage",
@@ -139,6 +145,8 @@ REFINEMENTS: frozenset[str] = frozenset(
         "autograd/saved_tensors",
         "synthetic_base/1d",
         "synthetic_base/nd",
+        "runtime/input_mutation/storage",
+        "subclass/nested",
     }
 )
 

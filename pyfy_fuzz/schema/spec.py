@@ -69,7 +69,9 @@ LAYOUTS = ("contiguous", "transposed", "strided", "expanded", "offset")
 GRAD_KINDS = ("none", "leaf", "nonleaf")
 INPUT_KINDS = ("root", "view", "dup", "set_shared", "int")
 PLAN_BACKENDS = ("aot_eager", "inductor")  # runner.BACKENDS, which a spec may name
-SUBCLASSES = ("two_tensor", "mirror")
+# nested_two_tensor: TwoTensor(TwoTensor(..), TwoTensor(..)), whose inner tensors are subclasses
+# themselves (AOT flattens and rebuilds it recursively: SubclassCreationMeta's attrs nest).
+SUBCLASSES = ("two_tensor", "mirror", "nested_two_tensor")
 # Statement ops that draw from the global generator: a program with one is compiled with
 # Inductor's fallback_random (runner.py; by_design: inductor-rng, rng-dead-code).
 RANDOM_OPS = ("rand_like", "randn_like", "dropout", "bernoulli")

@@ -246,6 +246,26 @@ MUTANTS: tuple[Mutant, ...] = (
         ),
     ),
     Mutant(
+        "saved_boundary_off_by_one",
+        "AOTDispatchAutograd (CompiledFunction)",
+        ("autograd_function", "module", "input_mutation"),
+        "the last tensor to save with a version check is kept with the unchecked ones, apart "
+        "from save_for_backward: backward reads the same tensors in the same order, but "
+        "saved-tensor hooks never see it (nor does the version check)",
+        source=(
+            Edit(
+                r"ctx\.save_for_backward\((\*\[.*? for x in fw_outs\[[^\]]*\]\])\)\n"
+                r"(\s+)ctx\._tensors_no_vc_check = (\[.*? for x in fw_outs\[[^\]]*\]\])",
+                r"_selftest_checked, ctx._tensors_no_vc_check = _selftest_split([\1], \3)"
+                r"\n\2ctx.save_for_backward(*_selftest_checked)",
+                append="\n\ndef _selftest_split(checked, unchecked):\n"
+                "    if not checked:\n"
+                "        return checked, unchecked\n"
+                "    return checked[:-1], [checked[-1], *unchecked]\n",
+            ),
+        ),
+    ),
+    Mutant(
         "seq_nr_shifted",
         "seq_nr annotations (AOTDispatchAutograd backward)",
         ("autograd_function", "module", "input_mutation"),

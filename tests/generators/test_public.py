@@ -26,6 +26,7 @@ from generators import (
     programs,
     synthetic_base_programs,
 )
+from pyfy_fuzz.schema.spec import SUBCLASSES
 
 SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 
@@ -193,7 +194,7 @@ FORCED: dict[str, Callable[[ProgramSpec], bool]] = {
     "synthetic_base": _aliased_inputs,
     "input_mutation": lambda s: len(s.inputs) >= 1,
     "output_aliasing": _output_aliases,
-    "subclass": lambda s: any(r.subclass in ("two_tensor", "mirror") for r in s.roots),
+    "subclass": lambda s: any(r.subclass in SUBCLASSES for r in s.roots),
     "effects": lambda s: bool(_ops(s) & {"aten_print", "print_hop", "effect_op", "graph_break"}),
     "rng": lambda s: bool(_ops(s) & {"rand_like", "randn_like", "dropout", "bernoulli"}),
     "autograd_function": lambda s: bool(s.functions) and "apply_fn" in _ops(s),

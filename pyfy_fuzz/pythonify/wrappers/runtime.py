@@ -330,6 +330,8 @@ def paths(node: RuntimeWrapperNode, facts: PathFacts) -> list[str]:
         out.append("runtime/input_mutation/data")
     if any(i.mutates_metadata for i in infos):
         out.append("runtime/input_mutation/metadata")
+    if any(i.mutates_storage_metadata for i in infos):
+        out.append("runtime/input_mutation/storage")
     if any(i.mutated_out_of_graph for i in infos):
         out.append("runtime/input_mutation/out_of_graph")
     if node.indices_of_inps_to_detach:

@@ -231,4 +231,11 @@ def paths(node: AOTDispatchSubclassWrapperNode, facts: PathFacts) -> list[str]:
     metas = [*node.inp_metas, *node.out_metas]
     if any(isinstance(m, SubclassMeta) and m.included_subclass_symints for m in metas):
         out.append("subclass/dynamic")
+    if any(_nested(m) for m in metas):
+        out.append("subclass/nested")
     return out
+
+
+def _nested(m: object) -> bool:
+    """A subclass whose inner tensors are subclasses too (TwoTensor(TwoTensor(..), ..))."""
+    return isinstance(m, SubclassMeta) and any(isinstance(a, SubclassMeta) for _, a in m.attrs)
