@@ -106,6 +106,18 @@ def _leaves(fn, args):
     return found
 
 
+def _unretained(t, args):
+    return any(t is args[k] for k in NO_RETAIN if k < len(args))
+
+
+def _grad_of(leaf):
+    """A copy of leaf.grad; None for a non-leaf whose grad was not retained (reading it would
+    only warn)."""
+    if not (leaf.is_leaf or leaf.retains_grad) or leaf.grad is None:
+        return None
+    return leaf.grad.clone()
+
+
 def drive(call, args, seed=0, module=None, variant=None):
     """One call as PLAN says: seed, call, then backward through the outputs requiring grad.
 
@@ -120,8 +132,8 @@ def drive(call, args, seed=0, module=None, variant=None):
     for leaf in leaves:
         if not again:  # "again": the call before's arguments, their gradients accumulate
             leaf.grad = None
-        if PLAN["backward"] and not leaf.is_leaf:  # only a backward reads the .grad kept
-            leaf.retain_grad()
+        if PLAN["backward"] and not leaf.is_leaf and not _unretained(leaf, args):
+            leaf.retain_grad()  # only a backward reads the .grad kept
     mark_inputs(args)
     if PLAN["grad_fn_hooks"]:
         _hook_grad_fns(args)
@@ -188,11 +200,11 @@ def _drive(call, args, seed, leaves, variant=None):
         terms.append((o * t).sum())
     loss = sum(terms)
     loss.backward(retain_graph=PLAN["second_backward"] == "retain")
-    result["grads"] = [None if leaf.grad is None else leaf.grad.clone() for leaf in leaves]
+    result["grads"] = [_grad_of(leaf) for leaf in leaves]
     if PLAN["second_backward"]:
         try:
             loss.backward()
-            result["second"] = [None if leaf.grad is None else leaf.grad.clone() for leaf in leaves]
+            result["second"] = [_grad_of(leaf) for leaf in leaves]
         except RuntimeError as exc:
             result["second"] = exc
     return result
@@ -271,6 +283,24 @@ def _register_effect_op():
 
 _register_effect_op()
 '''
+
+# Note [Arguments whose grad is not retained]
+# ---------------------------------------------------------------------------------------------
+# drive() calls retain_grad on each non-leaf argument requiring grad before a call that runs
+# backward, so that their gradients are compared too. Eager (torch 2.13) trips an internal
+# assert when such an argument gets an in-place metadata change (t_, transpose_, ...) and then
+# any other in-place op: the retain-grad hook stays on the old grad_fn ("out != nullptr",
+# variable.cpp; reported once, triage of 2026-11-26, RG1). Eager is the reference, so a
+# program that does that would compare torch.compile against eager's crash, hiding whatever
+# torch.compile does (the campaign merged D2 into it). Those arguments are not retained.
+METADATA_OPS = ("t_", "transpose_", "unsqueeze_", "squeeze_", "as_strided_", "set_", "resize_")
+
+
+def no_retain(spec: ProgramSpec) -> tuple[int, ...]:
+    """The arguments (by position) the body changes in place with a metadata op."""
+    named = {str(s.args[0]) for s in spec.body if s.op in METADATA_OPS and s.args}
+    return tuple(k for k in range(len(spec.inputs)) if f"a{k}" in named)
+
 
 HOOKS = """
 
@@ -848,6 +878,7 @@ def render(spec: ProgramSpec, device: str = "cpu") -> str:
     parts += ["", _fn_source(spec), "", "", _make_inputs_source(spec), ""]
     parts.append(f"PLAN = {asdict(spec.plan)!r}")
     parts.append(f"CALL_CONTEXT = {call_context(spec.plan.config)!r}")
+    parts.append(f"NO_RETAIN = {no_retain(spec)!r}  # Note [Arguments whose grad is not retained]")
     parts.append(f"SPEC = {spec.to_json()!r}")
     parts.append(_MAIN)
     return "\n".join(parts)

@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from generators.source import no_retain
 from pyfy_fuzz.schema.spec import OutSpec, ProgramSpec, variant_tokens
 
 
@@ -84,12 +85,16 @@ def read_check(spec: ProgramSpec, finding: dict[str, Any]) -> Check:
     check = _read_check(spec, finding)
     if check.probe_seed is not None or check.compare == "seq_nr" or not retains_grads(spec):
         return check
-    lines = [RETAIN, *(x for x in check.before.splitlines() if x != RETAIN)]
+    retain = retain_line(spec)
+    lines = [retain, *(x for x in check.before.splitlines() if x != retain)]
     return replace(check, before="\n".join(lines))
 
 
-# The drive's retain_grad, as a repro writes it (pyfy_fuzz._repro_helpers.retain_grads).
-RETAIN = "retain_grads(args)"
+def retain_line(spec: ProgramSpec) -> str:
+    """The drive's retain_grad, as a repro writes it (pyfy_fuzz._repro_helpers.retain_grads),
+    skipping the arguments the drive skips (Note [Arguments whose grad is not retained])."""
+    skip = no_retain(spec)
+    return f"retain_grads(args, skip={skip!r})" if skip else "retain_grads(args)"
 
 
 def retains_grads(spec: ProgramSpec) -> bool:

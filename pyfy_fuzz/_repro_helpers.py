@@ -123,10 +123,11 @@ def backward_saved(products):  # type: ignore[no-untyped-def]
     return None
 
 
-def retain_grads(args):  # type: ignore[no-untyped-def]
-    """Non-leaf arguments requiring grad keep their .grad, as pyfy-fuzz's drive asks."""
-    for a in args:
-        if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf:
+def retain_grads(args, skip=()):  # type: ignore[no-untyped-def]
+    """Non-leaf arguments requiring grad keep their .grad, as pyfy-fuzz's drive asks (but
+    those in `skip`, changed in place by a metadata op: eager asserts on those)."""
+    for k, a in enumerate(args):
+        if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf and k not in skip:
             a.retain_grad()
 
 

@@ -48,10 +48,11 @@ def observe(fn):
         loss.backward()
     return sorted(take_hook_log())
 
-def retain_grads(args):
-    """Non-leaf arguments requiring grad keep their .grad, as pyfy-fuzz's drive asks."""
-    for a in args:
-        if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf:
+def retain_grads(args, skip=()):
+    """Non-leaf arguments requiring grad keep their .grad, as pyfy-fuzz's drive asks (but
+    those in `skip`, changed in place by a metadata op: eager asserts on those)."""
+    for k, a in enumerate(args):
+        if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf and k not in skip:
             a.retain_grad()
 
 expected = observe(f)

@@ -20,14 +20,15 @@ def make_inputs(seed=0):  # the values pyfy-fuzz drew
 
 def observe(fn):
     args = make_inputs()
-    retain_grads(args)
+    retain_grads(args, skip=(1,))
     fn(*args)
     return tuple(args[1].shape)
 
-def retain_grads(args):
-    """Non-leaf arguments requiring grad keep their .grad, as pyfy-fuzz's drive asks."""
-    for a in args:
-        if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf:
+def retain_grads(args, skip=()):
+    """Non-leaf arguments requiring grad keep their .grad, as pyfy-fuzz's drive asks (but
+    those in `skip`, changed in place by a metadata op: eager asserts on those)."""
+    for k, a in enumerate(args):
+        if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf and k not in skip:
             a.retain_grad()
 
 compiled = aot_function(  # the AOT front-end, without Dynamo

@@ -78,6 +78,18 @@ def _leaves(fn, args):
     return found
 
 
+def _unretained(t, args):
+    return any(t is args[k] for k in NO_RETAIN if k < len(args))
+
+
+def _grad_of(leaf):
+    """A copy of leaf.grad; None for a non-leaf whose grad was not retained (reading it would
+    only warn)."""
+    if not (leaf.is_leaf or leaf.retains_grad) or leaf.grad is None:
+        return None
+    return leaf.grad.clone()
+
+
 def drive(call, args, seed=0, module=None, variant=None):
     """One call as PLAN says: seed, call, then backward through the outputs requiring grad.
 
@@ -92,8 +104,8 @@ def drive(call, args, seed=0, module=None, variant=None):
     for leaf in leaves:
         if not again:  # "again": the call before's arguments, their gradients accumulate
             leaf.grad = None
-        if PLAN["backward"] and not leaf.is_leaf:  # only a backward reads the .grad kept
-            leaf.retain_grad()
+        if PLAN["backward"] and not leaf.is_leaf and not _unretained(leaf, args):
+            leaf.retain_grad()  # only a backward reads the .grad kept
     mark_inputs(args)
     if PLAN["grad_fn_hooks"]:
         _hook_grad_fns(args)
@@ -160,11 +172,11 @@ def _drive(call, args, seed, leaves, variant=None):
         terms.append((o * t).sum())
     loss = sum(terms)
     loss.backward(retain_graph=PLAN["second_backward"] == "retain")
-    result["grads"] = [None if leaf.grad is None else leaf.grad.clone() for leaf in leaves]
+    result["grads"] = [_grad_of(leaf) for leaf in leaves]
     if PLAN["second_backward"]:
         try:
             loss.backward()
-            result["second"] = [None if leaf.grad is None else leaf.grad.clone() for leaf in leaves]
+            result["second"] = [_grad_of(leaf) for leaf in leaves]
         except RuntimeError as exc:
             result["second"] = exc
     return result
@@ -367,6 +379,7 @@ def make_inputs(seed=0, variant=None):
 
 PLAN = {'calls': 1, 'variant': None, 'backward': False, 'tangents': 'ones', 'second_backward': None, 'dynamic': False, 'frontend': 'dynamo', 'mode': 'reduce-overhead', 'saved_tensor_hooks': False, 'grad_fn_hooks': False, 'config': (), 'backend': None, 'sequence': ()}
 CALL_CONTEXT = None
+NO_RETAIN = ()  # Note [Arguments whose grad is not retained]
 SPEC = '{"body": [{"args": ["a0"], "ctx": null, "op": "sigmoid", "outs": ["v0"]}, {"args": ["v0", 2], "ctx": "no_grad", "op": "fill_", "outs": []}], "family": "cudagraph", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "v0", "value": 0}], "plan": {"backend": null, "backward": false, "calls": 1, "config": [], "dynamic": false, "frontend": "dynamo", "grad_fn_hooks": false, "mode": "reduce-overhead", "saved_tensor_hooks": false, "second_backward": null, "sequence": [], "tangents": "ones", "variant": null}, "roots": [{"dtype": "float32", "grad": "nonleaf", "layout": "contiguous", "shape": [2, 1], "subclass": null}], "version": 1}'
 
 

@@ -31,6 +31,8 @@ ARG_NAMES: list[str] = []
 IS_MODULE = False
 INPUT_SOURCES: list[str] = []
 _GRAD_ENABLED = True
+_INFERENCE_MODE = False
+_INFERENCE_GUARDS: list[tuple[int, str, bool]] = []
 _TENSOR_GUARDS: list[Any] = []
 _LEAF_GUARDS: list[tuple[int, str, bool]] = []
 _SAME_OBJECT: list[list[int]] = []
@@ -168,13 +170,30 @@ def _storage_keys(t):
         return set()
 
 
-def _check_guards(flat):
-    """Raise PythonifyGuardError, naming the input, where `flat` breaks a compile assumption."""
+def _check_autograd_state(flat):
+    """Grad mode, inference mode and inference tensors, as at compile time (Dynamo guards
+    the first two as global state, the third through each input's dispatch keys)."""
     if torch.is_grad_enabled() != _GRAD_ENABLED:
         raise PythonifyGuardError(
             f"grad mode: compiled with grad enabled={_GRAD_ENABLED}, "
             f"called with {torch.is_grad_enabled()}"
         )
+    if torch.is_inference_mode_enabled() != _INFERENCE_MODE:
+        raise PythonifyGuardError(
+            f"inference mode: compiled with it {'on' if _INFERENCE_MODE else 'off'}, "
+            f"called with it {'off' if _INFERENCE_MODE else 'on'}"
+        )
+    for i, src, was_inference in _INFERENCE_GUARDS:  # not a tensor: the tensor guards say so
+        x = flat[i]
+        if isinstance(x, torch.Tensor) and x.is_inference() != was_inference:
+            raise PythonifyGuardError(
+                f"{src}: compiled for {'an' if was_inference else 'a non-'}inference tensor"
+            )
+
+
+def _check_guards(flat):
+    """Raise PythonifyGuardError, naming the input, where `flat` breaks a compile assumption."""
+    _check_autograd_state(flat)
     for i, src, subclass, dtype, device, shape, stride, requires_grad in _TENSOR_GUARDS:
         x = flat[i]
         if not isinstance(x, torch.Tensor):
@@ -278,6 +297,7 @@ RUNTIME = (
     "_call_module",
     "_bind_locals",
     "_storage_keys",
+    "_check_autograd_state",
     "_check_guards",
     "_check_size_symbols",
     "_remap",

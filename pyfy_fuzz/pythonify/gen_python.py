@@ -118,6 +118,7 @@ def _guard_section(g: GuardNode) -> str:
         for i, src, tv, dt, dev, shape, stride, rg in tensors
     )
     leaves = [(t.index, t.source, t.is_leaf) for t in g.tensors if t.requires_grad]
+    inference = [(t.index, t.source, t.is_inference) for t in g.tensors]
     values = [(v.index, v.source) for v in g.values]
     return f"""# Guards: what the graph was compiled for. Each entry: (index, source, subclass type,
 # dtype, device, shape (None = dynamic dim), stride (None = not guarded; a None inside it:
@@ -135,6 +136,10 @@ _SYMBOL_RANGES = {g.symbol_ranges!r}
 _SAME_OBJECT = {g.same_object!r}
 _SHARED_STORAGE = {g.shared_storage!r}
 _GRAD_ENABLED = {g.grad_enabled!r}
+# Dynamo's GLOBAL_STATE guard holds inference mode, its TENSOR_MATCH each input's dispatch
+# keys (an inference tensor has no autograd key): (index, source, was an inference tensor).
+_INFERENCE_MODE = {g.inference_mode!r}
+_INFERENCE_GUARDS = {inference!r}
 # How the tensor leaves of the arguments aliased each other at compile time.
 _ARG_SOURCES = {g.arg_sources!r}
 _ARG_SAME_OBJECT = {g.arg_same_object!r}

@@ -105,6 +105,9 @@ class TensorGuard:
     # Where it requires grad: whether it was a leaf (an in-place write to a leaf requiring
     # grad is an error in eager, to a non-leaf it is recorded: the graph differs)
     is_leaf: bool = True
+    # An inference tensor (made under inference_mode: no autograd dispatch key); Dynamo's
+    # TENSOR_MATCH guards the dispatch key set, so one of the other kind recompiles
+    is_inference: bool = False
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,8 @@ class GuardNode:
     same_object: list[list[int]] = field(default_factory=list)
     shared_storage: list[list[int]] = field(default_factory=list)
     grad_enabled: bool = True
+    # torch.is_inference_mode_enabled() at compile time: part of Dynamo's GLOBAL_STATE guard
+    inference_mode: bool = False
     # The same, over the tensor leaves of the call's arguments (Dynamo dedupes f(x, x) before
     # AOTAutograd, so graph inputs alone cannot tell that the two arguments were one tensor).
     arg_sources: list[str] = field(default_factory=list)

@@ -105,7 +105,7 @@ def _subclass_types(ir: PythonifyIR) -> set[str]:
 
 
 def _guards(cap: Capture) -> GuardNode:
-    node = GuardNode(grad_enabled=cap.grad_enabled)
+    node = GuardNode(grad_enabled=cap.grad_enabled, inference_mode=cap.inference_mode)
     by_obj: dict[int, list[int]] = {}
     by_storage: dict[tuple[int, str], list[int]] = {}
     for i, r in enumerate(cap.inputs):
@@ -125,6 +125,7 @@ def _guards(cap: Capture) -> GuardNode:
                     # them); static: every stride
                     stride=(r.static_strides or None) if dyn else snap.stride,
                     is_leaf=snap.is_leaf,
+                    is_inference=snap.is_inference,
                 )
             )
             by_obj.setdefault(snap.obj_id, []).append(i)

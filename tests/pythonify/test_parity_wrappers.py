@@ -253,6 +253,29 @@ def test_guard_grad_mode(tmp_path):
         mod.call(r(4, rg=True))
 
 
+def test_guard_inference_mode_and_inference_tensors(tmp_path):
+    """Dynamo guards inference mode (GLOBAL_STATE) and each input's dispatch keys: a file
+    compiled under no_grad refuses a call under inference_mode (grad mode is off in both),
+    and one compiled for normal tensors refuses inference tensors (found by issue 17's
+    inference_mode relationship: torch.compile recompiled, the file ran)."""
+    from pyfy_fuzz.pythonify import PythonifyGuardError, load, pythonify
+
+    def f(a):
+        return a * 2
+
+    with torch.no_grad():
+        res = pythonify(f, (r(4),), tmp_path / "p.py")
+    mod = load(res.path, bind=f)
+    with torch.no_grad():
+        assert torch.equal(mod.call(r(4)), r(4) * 2)
+    with torch.inference_mode(), pytest.raises(PythonifyGuardError, match="inference mode"):
+        mod.call(r(4))
+    with torch.inference_mode():
+        made_there = r(4)
+    with torch.no_grad(), pytest.raises(PythonifyGuardError, match="inference tensor"):
+        mod.call(made_there)
+
+
 def test_saved_tensors_path_counts_open_ended_slices(tmp_path):
     """torch gives the saved-tensor slice as (k, None): 'every forward output after k'."""
 

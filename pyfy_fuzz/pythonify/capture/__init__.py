@@ -81,6 +81,7 @@ def capture(
     copies = clone_preserving_aliasing(args)
     arg_leaves = _arg_leaves(arg_names, copies)
     grad_enabled = torch.is_grad_enabled()
+    inference_mode = torch.is_inference_mode_enabled()
     hooks_before = hook_snapshot(fn)
     rec = Recorder()
     rec.fakify_first_call = fakify_first_call
@@ -114,6 +115,7 @@ def capture(
         graphs=render_graphs(rec),
         render=rec.render,
         grad_enabled=grad_enabled,
+        inference_mode=inference_mode,
         arg_leaves=arg_leaves,
         static_input_indices=rec.static_input_indices,
         symbol_ranges=rec.symbol_ranges,

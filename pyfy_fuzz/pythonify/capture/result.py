@@ -58,6 +58,7 @@ class InputSnapshot:
     obj_id: int
     storages: frozenset[tuple[int, str]]
     is_leaf: bool = True  # for an input requiring grad: a leaf, or a node's output
+    is_inference: bool = False  # made under inference_mode
 
 
 def snapshot(x: Any) -> InputSnapshot | None:
@@ -73,6 +74,7 @@ def snapshot(x: Any) -> InputSnapshot | None:
         obj_id=id(x),
         storages=frozenset(_storage_keys(x)),
         is_leaf=bool(x.is_leaf),
+        is_inference=bool(x.is_inference()),
     )
 
 
@@ -117,6 +119,7 @@ class Capture:
     graphs: dict[str, CompiledGraph] = field(default_factory=dict)
     render: RenderContext = field(default_factory=RenderContext)
     grad_enabled: bool = True
+    inference_mode: bool = False  # torch.is_inference_mode_enabled() at the compile
     # Tensor leaves of the call's arguments (source, snapshot): Dynamo guards on how they alias
     # even when it dedupes them before AOTAutograd sees them.
     arg_leaves: list[tuple[str, InputSnapshot]] = field(default_factory=list)
