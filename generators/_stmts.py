@@ -370,13 +370,14 @@ def stmt_metadata(b: Builder, target: Val | None = None) -> bool:
 def _metadata_ops(v: Val) -> list[str]:
     """The in-place metadata changes eager allows on v, in a list as long as it was before
     set_ and resize_ (issue 17) joined: a pick over another range moves where Hypothesis's
-    shrinking ends for the whole family (tests/generators/test_shrinking.py). So set_ takes
-    t_'s place on a tensor of fewer than two dims (where t_ changes nothing), and resize_
-    as_strided_'s on a tensor with an even number of elements (both re-lay the same storage)."""
+    shrinking ends for the whole family (tests/generators/test_shrinking.py) and how soon the
+    self-test's campaigns meet their programs. So set_ takes t_'s place on a 0-d tensor
+    (where t_ changes nothing), and resize_ as_strided_'s on a 1-d tensor with an even number
+    of elements (both re-lay the same storage)."""
     ops = ["unsqueeze_"]
     if v.ndim <= 2:
         settable = not (v.requires_grad or v.is_view or v.dtype == "bool")
-        ops.append("set_" if v.ndim < 2 and settable else "t_")
+        ops.append("set_" if v.ndim == 0 and settable else "t_")
     if v.ndim >= 2:
         ops.append("transpose_")
     if 1 in v.shape:
@@ -386,7 +387,8 @@ def _metadata_ops(v: Val) -> list[str]:
         # (growing would allocate memory nobody wrote; an expanded root has fewer elements)
         half = numel(v.shape) // 2
         fits = half >= 1 and v.geom.offset + half <= v.storage_numel
-        ops.append("resize_" if fits and numel(v.shape) % 2 == 0 else "as_strided_")
+        even_1d = v.ndim == 1 and numel(v.shape) % 2 == 0
+        ops.append("resize_" if fits and even_1d else "as_strided_")
     return ops
 
 
