@@ -430,8 +430,21 @@ def _param_val(b: Builder, name: str, shape: tuple[int, ...], param: bool) -> Va
 
 
 def _cudagraph(b: Builder) -> None:
-    _plain_inputs(b)
-    _with_result(b)
+    """What a replay must get right beyond copying plain inputs into static buffers: an
+    nn.Module's parameters and buffers, which are static inputs used in place (an optimiser
+    step between calls must be seen by the next replay), and random numbers drawn inside the
+    graph (a replay must draw new ones, as eager does). New shapes between calls (the plan's
+    variant, under dynamic=True) re-record a graph."""
+    shape = b.pick(("plain", "module", "rng"))
+    event(f"cudagraph: {shape}")
+    if shape == "module":
+        _module(b)
+        event("aim: cudagraph/static_inputs")
+    else:
+        _plain_inputs(b)
+        if shape == "rng":
+            stmt_rng(b)
+        _with_result(b)
     event("aim: cudagraph/replay")
 
 

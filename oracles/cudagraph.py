@@ -7,6 +7,14 @@ for mode="reduce-overhead", where the pythonified file captures and replays (emu
 Replays with new input values, parameters not copied, training forward/backward graphs and
 shape changes are exercised by the plan's calls and variant; the other oracles compare their
 results call by call.
+
+Note [Where the file replays, torch replays]
+On CUDA under reduce-overhead torch.compile is torch's own cudagraph trees (Note [The
+CUDA-graph reference] in subjects/stock.py), and the file must replay exactly where they do:
+torch runs a graph without CUDA graphs when it reads a CPU tensor, mutates an input that is
+not static, or holds an op that cannot be captured, and counts each such skip. A file that
+captures a graph torch skips (its capture model misses a reason), or skips one torch records,
+is a pythonify divergence of its own, whatever the values say.
 """
 
 from __future__ import annotations
@@ -21,10 +29,13 @@ from .finding import Finding
 
 __all__ = [
     "NAME",
+    "OVERWRITTEN",
     "check",
 ]
 
 NAME = "cudagraph"
+# cudagraph trees' error on reading an output a later replay overwrote (cudagraph_trees.py)
+OVERWRITTEN = "accessing tensor output of CUDAGraphs that has been overwritten"
 
 
 def _changed_later(call: CallObs) -> dict[int, str]:
@@ -56,6 +67,7 @@ def check(ev: Evidence) -> list[Finding]:
                     and ev.device == "cuda"
                     and ev.mode == "reduce-overhead"
                     and what.startswith("<unreadable")
+                    and OVERWRITTEN in what
                     and excuse("cudagraph-overwritten-output")
                 ):
                     continue
@@ -66,4 +78,29 @@ def check(ev: Evidence) -> list[Finding]:
                 )
         if diffs:
             out.append(finding(ev, NAME, subject, diffs))
+    out += _skips(ev)
     return out
+
+
+def _skips(ev: Evidence) -> list[Finding]:
+    """Note [Where the file replays, torch replays]: compared only where both ran every call
+    (a raised call stops a subject's plan, and with it what it would have recorded)."""
+    if ev.device != "cuda" or ev.mode != "reduce-overhead" or ev.pythonified is None:
+        return []
+    torch_skips = ev.compiled.extra.get("cudagraph_skips")
+    runners = {k: v for k, v in ev.pythonified.extra.items() if k.startswith("_cudagraph_")}
+    if torch_skips is None or not runners:
+        return []
+    if any(c.raised is not None for obs in (ev.compiled, ev.pythonified) for c in obs.calls):
+        return []
+    skipped = {k: v["skipped"] for k, v in runners.items() if v.get("skipped")}
+    if torch_skips and not skipped:
+        diff = (
+            f"torch ran {torch_skips} graph(s) without CUDA graphs; the file captured every graph"
+        )
+    elif skipped and not torch_skips:
+        why = "; ".join(f"{k}: {v}" for k, v in sorted(skipped.items()))
+        diff = f"the file ran graphs without CUDA graphs ({why}); torch skipped none"
+    else:
+        return []
+    return [finding(ev, NAME, "pythonify", [diff], aspect="cudagraph skip")]

@@ -81,6 +81,9 @@ class BenchConfig:
     backends: tuple[str, ...] = ("aot_eager", "inductor")
     rss_seconds: float = 600.0  # 0: skip (c)
     quick: bool = False
+    device: str = "cpu"  # cuda: every case on the GPU, reduce-overhead under torch's CUDA graphs
+    families: tuple[str, ...] | None = None  # the program set's families; None: every family
+    overhead_backend: str = "aot_eager"  # (b)'s backend
     log: Callable[[str], None] = field(default=lambda line: None, repr=False)
 
 
@@ -109,10 +112,13 @@ def draw(strategy: Any, n: int, seed: int) -> list[ProgramSpec]:
     return specs[:n]
 
 
-def program_set(seed: int, per_family: int) -> list[ProgramSpec]:
-    """`per_family` specs of every family, drawn as a campaign draws them (same size limits),
-    families interleaved so that a slow family does not finish a batch alone."""
-    by_family = [draw(programs([f]), per_family, seed) for f in FAMILIES]
+def program_set(
+    seed: int, per_family: int, families: tuple[str, ...] | None = None
+) -> list[ProgramSpec]:
+    """`per_family` specs of every family (or of `families`), drawn as a campaign draws them
+    (same size limits), families interleaved so that a slow family does not finish a batch
+    alone."""
+    by_family = [draw(programs([f]), per_family, seed) for f in families or FAMILIES]
     return [specs[i] for i in range(per_family) for specs in by_family if i < len(specs)]
 
 
@@ -129,7 +135,7 @@ def mix(specs: list[ProgramSpec]) -> dict[str, Any]:
 class Workers:
     """N serve workers of the campaign's pool; a worker that dies or is recycled is replaced."""
 
-    def __init__(self, n: int, directory: Path) -> None:
+    def __init__(self, n: int, directory: Path, device: str = "cpu") -> None:
         from .pool import Pool
         from .worker import WorkerConfig
 
@@ -137,7 +143,10 @@ class Workers:
             work = directory / f"work-{slot}"
             work.mkdir(exist_ok=True)
             return WorkerConfig(
-                slot=slot, workdir=str(work), log_path=str(directory / f"worker-{slot}.log")
+                slot=slot,
+                workdir=str(work),
+                log_path=str(directory / f"worker-{slot}.log"),
+                device=device,
             )
 
         self.pool = Pool(n, config, case_timeout=300.0)
@@ -220,7 +229,7 @@ def _throughput(
 
 
 # -- (b) overhead -------------------------------------------------------------------------------
-def bare(spec: ProgramSpec, backend: str, d: Path) -> float | None:
+def bare(spec: ProgramSpec, backend: str, d: Path, device: str = "cpu") -> float | None:
     """Seconds of the least torch work `run_case`'s comparison needs: eager through the plan
     twice; the two compiles (pythonify's capture + codegen, under its own settings, and the
     stock torch.compile of a fresh copy, in a fresh cache directory: Note [The stock
@@ -239,7 +248,7 @@ def bare(spec: ProgramSpec, backend: str, d: Path) -> float | None:
     from .subjects import case_caches, plain_compile
 
     t0 = time.perf_counter()
-    program = materialize(spec)
+    program = materialize(spec, device=device)
     plan = program.plan
     drive = program.module.drive
 
@@ -273,7 +282,7 @@ def bare(spec: ProgramSpec, backend: str, d: Path) -> float | None:
             return None
         capture, capture_module = r.compiled, fn
         fn = program.make_fn()
-        compiled = plain_compile(fn, backend, plan)  # compiled at its first call
+        compiled = plain_compile(fn, backend, plan, device)  # compiled at its first call
         fn2 = program.make_fn()
         mod = load(r.path, bind=fn2)
         runs = ((compiled, fn), (mod.call, fn2), (capture, capture_module))
@@ -286,7 +295,9 @@ def bare(spec: ProgramSpec, backend: str, d: Path) -> float | None:
     return time.perf_counter() - t0
 
 
-def overhead_one(spec: ProgramSpec, backend: str, d: Path) -> dict[str, Any] | None:
+def overhead_one(
+    spec: ProgramSpec, backend: str, d: Path, device: str = "cpu"
+) -> dict[str, Any] | None:
     """Both paths twice, alternating; the faster run of each counts, which removes first-import
     and warm-up costs from whichever path happened to run first. None: not pythonifiable."""
     import torch._dynamo
@@ -295,13 +306,13 @@ def overhead_one(spec: ProgramSpec, backend: str, d: Path) -> dict[str, Any] | N
 
     bares, fulls, timings = [], [], {}
     for _ in range(2):
-        b = bare(spec, backend, d)
+        b = bare(spec, backend, d, device)
         if b is None:
             return None
         bares.append(b)
         torch._dynamo.reset()
         t0 = time.perf_counter()
-        result = run_case(spec, backend=backend, workdir=d)
+        result = run_case(spec, backend=backend, device=device, workdir=d)
         fulls.append(time.perf_counter() - t0)
         timings = result.timings
         torch._dynamo.reset()
@@ -349,12 +360,12 @@ def _overhead_init(directory: str) -> None:
     _WORKDIR.append(Path(tempfile.mkdtemp(prefix="overhead-", dir=directory)))
 
 
-def _overhead_task(spec_json: str, backend: str) -> dict[str, Any] | None:
-    return overhead_one(ProgramSpec.from_json(spec_json), backend, _WORKDIR[0])
+def _overhead_task(spec_json: str, backend: str, device: str) -> dict[str, Any] | None:
+    return overhead_one(ProgramSpec.from_json(spec_json), backend, _WORKDIR[0], device)
 
 
 def measure_overhead(
-    specs: list[ProgramSpec], backend: str, workers: int, directory: Path
+    specs: list[ProgramSpec], backend: str, workers: int, directory: Path, device: str = "cpu"
 ) -> dict[str, Any]:
     """`overhead_one` for every spec on `workers` processes (the conditions of a campaign: one
     intra-op thread per worker, every core busy)."""
@@ -364,7 +375,7 @@ def measure_overhead(
     with cf.ProcessPoolExecutor(
         workers, mp_context=mp_context(), initializer=_overhead_init, initargs=(str(directory),)
     ) as ex:
-        futures = [ex.submit(_overhead_task, s.to_json(), backend) for s in specs]
+        futures = [ex.submit(_overhead_task, s.to_json(), backend, device) for s in specs]
         for fut in futures:
             try:
                 sample = fut.result()
@@ -505,7 +516,10 @@ def rss_metrics(samples: list[TreeSample]) -> dict[str, Any]:
 # -- the whole bench ----------------------------------------------------------------------------
 def run_bench(config: BenchConfig) -> dict[str, Any]:
     """Run (a), (b), (c) in turn (never at once: each would slow the others) and return the
-    result as plain data."""
+    result as plain data.
+
+    Long: the three measurements in the order they run, each with its progress line, so one
+    read shows what a bench run does and in what order."""
     import torch
 
     say = config.log
@@ -523,7 +537,7 @@ def run_bench(config: BenchConfig) -> dict[str, Any]:
         "notes": [],
     }
     say(f"bench: drawing the program set (seed {config.seed})")
-    specs = program_set(config.seed, config.programs)
+    specs = program_set(config.seed, config.programs, config.families)
     result["mix"] = mix(specs)
     say(f"bench: eager validity of {len(specs)} programs")
     result["validity"] = eager_validity(specs)
@@ -532,11 +546,11 @@ def run_bench(config: BenchConfig) -> dict[str, Any]:
         root = Path(tmp)
         if config.backends:
             say(f"bench: starting {config.workers} workers")
-            with Workers(config.workers, root) as workers:
+            with Workers(config.workers, root, config.device) as workers:
                 for backend in config.backends:
                     batch = specs
                     if backend == "inductor":
-                        batch = program_set(config.seed, config.inductor_programs)
+                        batch = program_set(config.seed, config.inductor_programs, config.families)
                         result["mix_inductor"] = mix(batch)
                         say(f"bench: inductor warm-up pass, {len(batch)} cases")
                         warm = workers.run(batch, backend)["wall_s"]
@@ -546,8 +560,9 @@ def run_bench(config: BenchConfig) -> dict[str, Any]:
                         throughput[backend] |= {"caches": INDUCTOR_CACHE, "warmup_wall_s": warm}
                     result["cases_per_min"][backend] = throughput[backend]["cases_per_min"]
         result["throughput"] = throughput
-        say(f"bench: overhead, {len(specs)} programs x 2 paths x 2 runs (aot_eager)")
-        result["overhead"] = measure_overhead(specs, "aot_eager", config.workers, root)
+        backend = config.overhead_backend
+        say(f"bench: overhead, {len(specs)} programs x 2 paths x 2 runs ({backend})")
+        result["overhead"] = measure_overhead(specs, backend, config.workers, root, config.device)
         result["overhead_ratio"] = result["overhead"]["ratio"]
         result["rss"] = None
         if config.rss_seconds > 0:
@@ -603,7 +618,7 @@ def _targets(result: dict[str, Any], config: BenchConfig) -> dict[str, Any]:
             "aot_eager, 2 workers, 2 cores, default mix",
             two_by_two and config.programs == default.programs,
         ),
-        "overhead_ratio": (result["overhead_ratio"], "aot_eager", True),
+        "overhead_ratio": (result["overhead_ratio"], config.overhead_backend, True),
         "rss_growth": (
             result["rss_growth"],
             "a 10-minute campaign",

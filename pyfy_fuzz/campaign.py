@@ -61,7 +61,8 @@ __all__ = [
     "Campaign",
     "CampaignConfig",
     "CampaignResult",
-    "DEFAULT_INDUCTOR_SHARE",
+    "BackendMix",
+    "default_mix",
     "MAX_SHRINKS_PER_COARSE",
     "NewFinding",
     "PHASE_SUBJECT",
@@ -92,10 +93,11 @@ class CampaignConfig:
     budget_s: float
     corpus: Path
     device: str = "cpu"
-    backend: str = "aot_eager"
-    # One drawn case in N compiles with Inductor instead (`pyfy-fuzz run` without --backend:
-    # DEFAULT_INDUCTOR_SHARE); 0: every case uses `backend`.
-    inductor_share: int = 0
+    backend: str = "aot_eager"  # the base backend: every case's, but the partner's share
+    # One drawn case in `partner_share` compiles with `partner` instead (`pyfy-fuzz run`
+    # without --backend: default_mix(device)); 0: every case uses `backend`.
+    partner: str | None = None
+    partner_share: int = 0
     # --config: every drawn case runs under these catalogue knobs; None: each draws its own.
     config: tuple[str, ...] | None = None
     workers: int = 1
@@ -130,9 +132,36 @@ class CampaignConfig:
 # minimal program needs no particular wrapper path is shrunk once; one that shows in two
 # unrelated contexts gets a second entry; past that, shrinking it again is time not exploring.
 MAX_SHRINKS_PER_COARSE = 2
-# `pyfy-fuzz run` without --backend: one case in this many compiles with Inductor (what users
-# ship), the rest with aot_eager (cheap, exact); cached kernels are reused across cases.
-DEFAULT_INDUCTOR_SHARE = 10
+
+
+@dataclass(frozen=True)
+class BackendMix:
+    """The backends a campaign compiles with: `base` for most cases, `partner` for one drawn
+    case in `share` (the spec names it in CallPlan.backend, so shrinking, saving and replay
+    keep it). `--backend` pins one: no partner."""
+
+    base: str  # "aot_eager" | "inductor"
+    partner: str | None = None  # the other backend, or None
+    share: int = 0  # one case in `share` is the partner's; 0 without a partner
+
+    def __post_init__(self) -> None:
+        if (self.partner is None) != (self.share == 0):
+            raise ValueError("a partner backend needs a share > 1, and a share a partner")
+        if self.partner == self.base or self.share == 1:
+            raise ValueError(f"{self} mixes nothing: the partner must differ and share be > 1")
+
+
+def default_mix(device: str) -> BackendMix:
+    """`pyfy-fuzz run` without --backend. On CPU, aot_eager (cheap and exact) with one case
+    in 10 compiled by Inductor (cached kernels are reused across cases). On CUDA, Inductor
+    (what users ship, with CUDA graphs under reduce-overhead: torch's cudagraph trees) with
+    one case in 4 compiled by aot_eager, whose cudagraph reference is torch's `cudagraphs`
+    backend (Note [The CUDA-graph reference] in subjects/stock.py)."""
+    if device == "cuda":
+        return BackendMix("inductor", "aot_eager", 4)
+    return BackendMix("aot_eager", "inductor", 10)
+
+
 # Each saved repro.py is run once on its own (a compile: seconds). What is still unchecked at
 # the end of the budget gets a tenth of the budget more, 10..REPRO_WAIT_S seconds (a 60 s
 # smoke run must not take half as long again); then the running check is killed and the entry
@@ -265,7 +294,8 @@ class Campaign:
         return WorkerConfig(
             slot=slot,
             backend=c.backend,
-            inductor_share=c.inductor_share,
+            partner=c.partner,
+            partner_share=c.partner_share,
             config=c.config,
             device=c.device,
             impl=c.impl,
@@ -767,7 +797,8 @@ class Campaign:
             "config": {
                 "budget_s": self.config.budget_s,
                 "backend": self.config.backend,
-                "inductor_share": self.config.inductor_share,
+                "partner": self.config.partner,
+                "partner_share": self.config.partner_share,
                 "knobs": list(self.config.config) if self.config.config is not None else None,
                 "device": self.config.device,
                 "workers": self.config.workers,

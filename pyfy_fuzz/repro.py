@@ -45,6 +45,7 @@ from generators.source import (
 )
 from pyfy_fuzz.schema.config import aot_options, call_context, compile_knobs
 from pyfy_fuzz.schema.spec import ProgramSpec, draws_random, variant_tokens
+from pyfy_fuzz.subjects import stock_compile
 
 from . import _repro_helpers as H
 from ._repro_check import Check, first_difference, leaf, read_check
@@ -546,8 +547,9 @@ class _Repro:
         dynamic = ", dynamic=True" if plan.dynamic else ""
         keep = aot_options(plan.config)["keep_inference_input_mutations"]
         if plan.frontend != "aot":
-            mode = f', mode="{plan.mode}"' if plan.mode else ""
-            return [], f'torch.compile({fn}, backend="{self.backend}"{dynamic}{mode})'
+            name, mode = stock_compile(self.backend, plan.mode, self.device)
+            mode_arg = f', mode="{mode}"' if mode else ""
+            return [], f'torch.compile({fn}, backend="{name}"{dynamic}{mode_arg})'
         if self.backend == "inductor":
             self.imports.add("compile_fx")
             return [], f"compile_fx(torch.fx.symbolic_trace({fn}), list(make_inputs()))"

@@ -18,7 +18,8 @@ import contextlib
 import os
 import tempfile
 import time
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
@@ -60,9 +61,11 @@ __all__ = [
     "BACKENDS",
     "CaseResult",
     "DEVICES",
+    "NONDETERMINISTIC",
     "PURE_OPS",
     "case_backend",
     "dead_statements",
+    "nondeterministic_ops",
     "run_case",
 ]
 
@@ -210,6 +213,46 @@ def run_case(
     )
 
 
+# Note [Nondeterminism on the GPU]
+# Eager is the ground truth only where it gives the same bits twice. On CPU two eager runs
+# that agree are evidence enough (run_case compares them exactly). On CUDA they are not:
+# atomics (index_add, scatter_add, index_put with accumulate, and the backwards of gathers
+# and embeddings) add in whatever order the threads arrive, which on small tensors is often,
+# but not always, the same. So on CUDA the second run asks torch which ops it took that have
+# no deterministic implementation (use_deterministic_algorithms(True, warn_only=True): the
+# same list torch documents), and a program that took one is discarded, never compared
+# exactly and never reported. An op that has a deterministic alternative (index_add_ on
+# CUDA: no warning, measured on torch 2.11 with an H200) takes it in that run instead, so the
+# two eager runs then differ in their bits and the exact comparison discards the program.
+# Everything else stays compared exactly where it was.
+NONDETERMINISTIC = "does not have a deterministic implementation"
+
+
+@contextlib.contextmanager
+def nondeterministic_ops(device: str) -> Iterator[list[str]]:
+    """On CUDA, the run inside asks torch to warn where it takes an op that may give other
+    bits on another run (Note [Nondeterminism on the GPU]); yields the ops' messages. Two
+    eager runs that agree do not prove it: atomics can happen to add in the same order."""
+    flagged: list[str] = []
+    if not device.startswith("cuda"):
+        yield flagged
+        return
+    before = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+    )
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        try:
+            yield flagged
+        finally:
+            torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+    flagged += [
+        str(w.message).split("\n")[0][:200] for w in seen if NONDETERMINISTIC in str(w.message)
+    ]
+
+
 def _eager_or_discard(
     spec: ProgramSpec, program: Program, clock: _Clock
 ) -> SubjectObs | CaseResult:
@@ -220,8 +263,12 @@ def _eager_or_discard(
     # The second run checks that eager reproduces itself; its probes would repeat the first's.
     # It also watches eager for misbehaviour of its own (only where the program can show it).
     quirks = _EagerQuirks() if any(s.op == "dropout" for s in spec.body) else None
-    again = observe_subject(program, _watched(eager_target(program), quirks), probes=False)
+    with nondeterministic_ops(program.device) as flagged:
+        again = observe_subject(program, _watched(eager_target(program), quirks), probes=False)
     clock.lap("eager_s")
+    if flagged:
+        reason = f"nondeterministic on {program.device}: {flagged[0]}"
+        return CaseResult(spec, "discarded", reason=reason, timings=clock.timings)
     if quirks is not None and quirks.found is not None:
         misbehaves = f"eager misbehaves: {quirks.found}"
         return CaseResult(spec, "discarded", reason=misbehaves, timings=clock.timings)

@@ -84,9 +84,10 @@ class WorkerConfig:
 
     slot: int
     backend: str = "aot_eager"
-    # One drawn case in `inductor_share` compiles with Inductor (the spec names it, so it keeps
-    # it through shrinking and saving); 0: every case uses `backend`.
-    inductor_share: int = 0
+    # One drawn case in `partner_share` compiles with `partner` (the spec names it, so it
+    # keeps it through shrinking and saving); 0: every case uses `backend`.
+    partner: str | None = None
+    partner_share: int = 0
     # Every drawn case runs under these catalogue knobs (--config); None: each draws its own.
     config: tuple[str, ...] | None = None
     device: str = "cpu"
@@ -441,12 +442,13 @@ def _explore(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl, job: Explo
     (shrunk, reported) and the next starts with a derived seed."""
     explorer = _Explorer(ch, config, impl, job.deadline)  # monotonic: system-wide on Linux
     database = DirectoryBasedExampleDatabase(config.database) if config.database else None
-    strategy = _with_inductor_share(
+    strategy = _with_partner(
         _with_config(
             programs(config.wrappers, max_ops=config.max_ops, max_inputs=config.max_inputs),
             config.config,
         ),
-        config.inductor_share,
+        config.partner,
+        config.partner_share,
     )
     for restart in itertools.count():
         explorer.run = run = _Run()
@@ -492,20 +494,20 @@ def _with_config(
     return strategy.map(lambda spec: replace(spec, plan=replace(spec.plan, config=knobs)))
 
 
-def _with_inductor_share(
-    strategy: st.SearchStrategy[ProgramSpec], share: int
+def _with_partner(
+    strategy: st.SearchStrategy[ProgramSpec], partner: str | None, share: int
 ) -> st.SearchStrategy[ProgramSpec]:
-    """One spec in `share` names Inductor as its backend (CallPlan.backend). Drawn beside the
-    program, so Hypothesis shrinks it toward the campaign's own backend: a bug Inductor is not
-    needed for is saved as the cheaper backend's."""
-    if share <= 1:
+    """One spec in `share` names the partner as its backend (CallPlan.backend). Drawn beside
+    the program, so Hypothesis shrinks it toward the campaign's base backend: a bug the
+    partner is not needed for is saved as the base's."""
+    if partner is None or share <= 1:
         return strategy
 
     def pick(drawn: tuple[ProgramSpec, int]) -> ProgramSpec:
         spec, k = drawn
         if k != share - 1:
             return spec
-        return replace(spec, plan=replace(spec.plan, backend="inductor"))
+        return replace(spec, plan=replace(spec.plan, backend=partner))
 
     return st.tuples(strategy, st.sampled_from(range(share))).map(pick)
 

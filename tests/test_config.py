@@ -163,9 +163,9 @@ def test_generators_draw_every_knob_and_mostly_the_defaults() -> None:
 def test_a_mixed_campaign_draws_inductor_for_one_case_in_n() -> None:
     """The worker's mix: the spec names Inductor (CallPlan.backend), so shrinking, saving and
     replay keep it; run_case compiles a spec that names a backend with that one."""
-    from pyfy_fuzz.worker import _with_inductor_share
+    from pyfy_fuzz.worker import _with_partner
 
-    specs = draw(_with_inductor_share(programs(), 10), 400, seed=0)
+    specs = draw(_with_partner(programs(), "inductor", 10), 400, seed=0)
     share = sum(s.plan.backend == "inductor" for s in specs) / len(specs)
     # Hypothesis's generation does not draw the ten choices evenly (measured 1.5-10% over
     # runs; 5.3% of a 10-minute campaign's cases): some, never most.

@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from .common import Commands, check_json_path, cli_error, worker_count
+from .common import Commands, check_device, check_json_path, cli_error, worker_count
 
 __all__ = ["register", "cmd_bench"]
 
@@ -27,6 +27,9 @@ _QUICK = {"programs": 1, "inductor_programs": 1, "rss_minutes": 1}
 
 
 def register(commands: Commands) -> None:
+    """`pyfy-fuzz bench` and its flags.
+
+    Long: one add_argument per flag, each with its help text; nothing to split."""
     p = commands.add_parser(
         "bench",
         help="measure cases/min, the harness's overhead and memory over a campaign",
@@ -70,6 +73,24 @@ def register(commands: Commands) -> None:
         "0 skips it)",
     )
     p.add_argument("--rss-seconds", type=float, default=None, help=argparse.SUPPRESS)  # tests
+    p.add_argument(
+        "--device",
+        choices=["cpu", "cuda"],
+        default="cpu",
+        help="where the programs run (cuda: reduce-overhead under torch's CUDA graphs)",
+    )
+    p.add_argument(
+        "--families",
+        default=None,
+        metavar="F[,F]",
+        help="draw the program set from these wrapper families only (default: every family)",
+    )
+    p.add_argument(
+        "--overhead-backend",
+        choices=list(_BACKENDS),
+        default="aot_eager",
+        help="the backend of the overhead measurement (default aot_eager)",
+    )
     p.add_argument("--json", type=Path, default=None, metavar="FILE")
     p.add_argument(
         "--quick",
@@ -101,6 +122,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise cli_error("--rss-minutes must not be negative")
     workers = worker_count(args.workers)
     check_json_path(args.json)
+    check_device(args.device)
+    families = _families(args.families)
     from pyfy_fuzz.bench import BenchConfig, run_bench
     from pyfy_fuzz.bench_tables import render
     from pyfy_fuzz.pool import WorkerStartError
@@ -113,6 +136,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         backends=backends,
         rss_seconds=60 * minutes if args.rss_seconds is None else args.rss_seconds,
         quick=args.quick,
+        device=args.device,
+        families=families,
+        overhead_backend=args.overhead_backend,
         log=lambda line: print(line, file=sys.stderr, flush=True),
     )
     try:
@@ -126,3 +152,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
         atomic_write(args.json, json.dumps(result, indent=1) + "\n")
         print(f"wrote {args.json}")
     return 1 if result["notes"] else 0
+
+
+def _families(text: str | None) -> tuple[str, ...] | None:
+    """--families, checked against the generators' families (one line and exit 2 when not)."""
+    if text is None:
+        return None
+    from generators import FAMILIES
+
+    names = tuple(f.strip() for f in text.split(",") if f.strip())
+    unknown = [f for f in names if f not in FAMILIES]
+    if unknown or not names:
+        raise cli_error(f"--families: unknown or no family in {text!r}; choose from {FAMILIES}")
+    return names

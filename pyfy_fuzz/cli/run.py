@@ -47,8 +47,9 @@ def register(commands: Commands) -> None:
         "--backend",
         choices=["aot_eager", "inductor"],
         default=None,
-        help="compile every case with this backend (default: a mix, aot_eager with one case in "
-        "10 compiled by Inductor)",
+        help="compile every case with this backend (default: a mix; on cpu aot_eager with one "
+        "case in 10 compiled by Inductor, on cuda Inductor with CUDA graphs for the "
+        "reduce-overhead cases and one case in 4 compiled by aot_eager)",
     )
     p.add_argument(
         "--config",
@@ -127,14 +128,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_json_path(args.json)
     check_device(args.device)
     check_impl(args.pythonify)
-    from pyfy_fuzz.campaign import DEFAULT_INDUCTOR_SHARE, CampaignConfig
+    from pyfy_fuzz.campaign import BackendMix, CampaignConfig, default_mix
+
+    mix = BackendMix(args.backend) if args.backend else default_mix(args.device)
 
     config = CampaignConfig(
         budget_s=budget,
         corpus=args.corpus,
         device=args.device,
-        backend=args.backend or "aot_eager",
-        inductor_share=0 if args.backend else DEFAULT_INDUCTOR_SHARE,
+        backend=mix.base,
+        partner=mix.partner,
+        partner_share=mix.share,
         config=pinned,
         workers=workers,
         seed=args.seed,
@@ -185,12 +189,13 @@ def run_and_summarise(config: Any) -> Any:
 
 def _backends(c: dict[str, Any], s: dict[str, Any]) -> str:
     """ "aot_eager", or the mix and how many cases each backend ran."""
-    share = c.get("inductor_share") or 0
+    share = c.get("partner_share") or 0
     if share <= 1:
         return str(c["backend"])
+    partner = c.get("partner")
     ran = s.get("backends") or {}
     counts = ", ".join(f"{b} {n}" for b, n in sorted(ran.items()))
-    return f"{c['backend']} + inductor (1 case in {share}" + (f": {counts})" if counts else ")")
+    return f"{c['backend']} + {partner} (1 case in {share}" + (f": {counts})" if counts else ")")
 
 
 def repro_line(findings: list[dict[str, Any]]) -> str:

@@ -20,7 +20,6 @@ try:
     from torch._functorch._aot_autograd import schemas
     from torch._functorch._aot_autograd.schemas import (
         MutationType,
-        OpaqueMeta,
         OutputType,
         PlainTensorMeta,
         SubclassCreationMeta,
@@ -33,6 +32,15 @@ except ImportError as exc:  # pragma: no cover - depends on the installed torch
     ) from exc
 
 TORCH_VERSION = torch.__version__
+
+# A subclass's non-tensor attribute carried through unwrapping (torch 2.13+; torch 2.11 keeps
+# only tensor attributes in a SubclassCreationMeta, so nothing is opaque there).
+_OPAQUE_META: type | None = getattr(schemas, "OpaqueMeta", None)
+
+
+def is_opaque_meta(meta: Any) -> bool:
+    return _OPAQUE_META is not None and isinstance(meta, _OPAQUE_META)
+
 
 # Fields read from ViewAndMutationMeta, whichever wrapper reads them. Each wrapper's own fields
 # are its module's FIELDS (wrappers/); a torch that renames one makes `check_fields` fail with
@@ -81,6 +89,21 @@ def autograd_dispatch_class() -> type:
     return cls
 
 
+def autograd_compile_spec(post_compile: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """What AOTDispatchAutograd.post_compile was given, as torch 2.13's one
+    AOTDispatchAutogradCompileSpec argument. torch 2.11 passes the same values as separate
+    arguments (`num_symints_saved_for_bw_` with a trailing underscore there)."""
+    if len(args) == 1 and not kwargs:
+        return args[0]
+    import inspect
+    import types
+
+    bound = inspect.signature(post_compile).bind(*args, **kwargs).arguments
+    if "num_symints_saved_for_bw_" in bound:
+        bound["num_symints_saved_for_bw"] = bound.pop("num_symints_saved_for_bw_")
+    return types.SimpleNamespace(**bound)
+
+
 def check_fields(owner: str, obj: Any, fields: tuple[str, ...]) -> None:
     """Fail with the owner and field named when torch renamed something we read."""
     for f in fields:
@@ -102,14 +125,15 @@ def output_type_name(info: Any) -> str:
 
 __all__ = [
     "MutationType",
-    "OpaqueMeta",
     "OutputType",
     "PlainTensorMeta",
     "SubclassCreationMeta",
     "TORCH_VERSION",
     "ViewAndMutationMeta",
+    "autograd_compile_spec",
     "autograd_dispatch_class",
     "check_fields",
+    "is_opaque_meta",
     "rw",
     "schemas",
     "wrapper_classes",

@@ -145,7 +145,11 @@ def output_infos(meta: Any) -> list[OutputInfo]:
                 output_type=C.output_type_name(o),
                 base_idx=o.base_idx,
                 requires_grad=bool(o.requires_grad),
-                requires_grad_for_backward=bool(getattr(o, "requires_grad_for_backward", False)),
+                # torch 2.11 has no such field: its backward keeps a tangent per output that
+                # requires grad
+                requires_grad_for_backward=bool(
+                    getattr(o, "requires_grad_for_backward", o.requires_grad)
+                ),
                 is_tensor=isinstance(raw, type) and issubclass(raw, torch.Tensor),
                 view_ops=view_ops(o.view_meta_sequence),
             )
@@ -195,7 +199,7 @@ def tensor_meta(m: Any) -> TensorMetaRecord:
         cls = m.original_subclass_type or type(m.original_subclass)
         attrs: list[tuple[str, PlainMeta | SubclassMeta | OpaqueLeaf]] = []
         for name, am in m.attrs.items():
-            if isinstance(am, C.OpaqueMeta):
+            if C.is_opaque_meta(am):
                 attrs.append((name, OpaqueLeaf()))
             else:
                 attrs.append((name, tensor_meta(am)))

@@ -87,6 +87,7 @@ ALL_PATHS: tuple[str, ...] = (
     "cudagraph/inference",
     "cudagraph/skip_dynamic",
     "cudagraph/skipped_input_mutation",
+    "cudagraph/static_inputs",
     "cudagraph/training",
     "debug_assert/requires_grad",
     "dedupe/duplicate_args",

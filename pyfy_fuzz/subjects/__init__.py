@@ -9,7 +9,14 @@ from .compile_once import CompileOnce, capture_target, compile_once, plain_compi
 from .eager import eager_target
 from .impl import BundledPythonify, Produced, PythonifyImpl
 from .pythonified import pythonified_target
-from .stock import COMPARABILITY, STOCK_KNOBS, case_caches, drawn_config, non_stock
+from .stock import (
+    COMPARABILITY,
+    STOCK_KNOBS,
+    case_caches,
+    drawn_config,
+    non_stock,
+    stock_compile,
+)
 from .torch_compile import torch_compile_target
 from .warm import SERVED, WARM, CacheCounts, Served, served, warm_applies, warm_target
 
@@ -33,6 +40,7 @@ __all__ = [
     "plain_compile",
     "pythonified_target",
     "served",
+    "stock_compile",
     "torch_compile_target",
     "warm_applies",
     "warm_target",

@@ -25,6 +25,7 @@ from pyfy_fuzz.schema.config import capture_options as options_of
 from pyfy_fuzz.schema.spec import CallPlan
 
 from .impl import Produced, PythonifyImpl
+from .stock import stock_compile
 
 __all__ = [
     "CompileOnce",
@@ -44,12 +45,14 @@ class CompileOnce:
     capture_module: Any = None  # the module the capture's callable is bound to (None: a function)
 
 
-def plain_compile(fn: Any, backend: str, plan: CallPlan) -> Any:
-    """torch.compile as a user would call it (graph breaks allowed), or, for the AOT front-end,
-    aot_function (aot_eager) or compile_fx on the traced flat function (inductor), compiled at
-    the first call of each argument structure, as a user would."""
+def plain_compile(fn: Any, backend: str, plan: CallPlan, device: str = "cpu") -> Any:
+    """torch.compile as a user would call it (graph breaks allowed; under reduce-overhead with
+    torch's CUDA graphs: Note [The CUDA-graph reference] in stock.py), or, for the AOT
+    front-end, aot_function (aot_eager) or compile_fx on the traced flat function (inductor),
+    compiled at the first call of each argument structure, as a user would."""
     if plan.frontend != "aot":
-        return torch.compile(fn, backend=backend, dynamic=plan.dynamic)
+        name, mode = stock_compile(backend, plan.mode, device)
+        return torch.compile(fn, backend=name, dynamic=plan.dynamic, mode=mode)
     import torch.utils._pytree as pytree
 
     compiled_by_spec: dict[str, Any] = {}
@@ -123,7 +126,8 @@ def compile_once(program: Program, impl: PythonifyImpl, backend: str, path: Path
     # use that entry (Dynamo guards on the backend) and compiles afresh at its first call.
     fn = program.make_fn()
     result.compiled_module = fn if isinstance(fn, torch.nn.Module) else None
-    result.compiled = plain_compile(fn, backend, plan)  # compiled at its first call
+    # compiled at its first call
+    result.compiled = plain_compile(fn, backend, plan, program.device)
     return result
 
 

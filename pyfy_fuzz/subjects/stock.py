@@ -23,6 +23,18 @@ Caches stay on, but each case gets its own AOTAutograd and FX graph cache direct
 (`case_caches`), so a case never hits an entry another case wrote: it is served cold, as a
 first compile in a fresh process would be. Inductor's kernel cache (compiled C++ by source
 hash) stays shared: it stores only what a source compiles to.
+
+Note [The CUDA-graph reference]
+mode="reduce-overhead" asks torch for CUDA graphs, and only Inductor reads the mode: an
+aot_autograd backend such as aot_eager logs that it ignores it. So on CUDA a reduce-overhead
+case is judged on torch's own CUDA graphs (cudagraph trees, torch/_inductor/cudagraph_trees.py)
+whichever backend it drew: Inductor with mode="reduce-overhead", and for aot_eager torch's
+`cudagraphs` backend, aot_autograd with no-op compilers whose graphs cudagraph trees record
+and replay (torch/_dynamo/backends/cudagraphs.py): the graphs aot_eager runs, under torch's
+replay. `stock_compile` names both; the runner, the warm subject, the benchmark's bare compile
+and repro.py all take it from there. On CPU torch skips CUDA graphs ("skipping cudagraphs due
+to cpu device"): the reference is the compile a user writes, mode and all, and the file
+replays against its emulation (pythonify/wrappers/cudagraph.py).
 """
 
 from __future__ import annotations
@@ -46,7 +58,16 @@ __all__ = [
     "Knob",
     "non_stock",
     "STOCK_KNOBS",
+    "stock_compile",
 ]
+
+
+def stock_compile(backend: str, mode: str | None, device: str) -> tuple[str, str | None]:
+    """(backend, mode) of the torch.compile a case is judged on (Note [The CUDA-graph
+    reference]): on CUDA, reduce-overhead under aot_eager is torch's `cudagraphs` backend."""
+    if mode == "reduce-overhead" and backend == "aot_eager" and device.startswith("cuda"):
+        return "cudagraphs", None
+    return backend, mode
 
 
 @dataclass(frozen=True)

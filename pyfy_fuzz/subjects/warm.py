@@ -104,4 +104,4 @@ def warm_target(program: Program, backend: str) -> Target:
     torch._dynamo.reset()
     fn = program.make_fn()
     module = fn if isinstance(fn, torch.nn.Module) else None
-    return Target(WARM, plain_compile(fn, backend, program.plan), module)
+    return Target(WARM, plain_compile(fn, backend, program.plan, program.device), module)

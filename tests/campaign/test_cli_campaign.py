@@ -125,15 +125,24 @@ def test_summary_lists_findings_with_their_paths() -> None:
 
 
 @pytest.mark.parametrize(
-    "argv, backend, share",
+    "argv, backend, partner, share",
     [
-        ([], "aot_eager", 10),  # the default mix: Inductor, what users ship, in 1 case of 10
-        (["--backend", "aot_eager"], "aot_eager", 0),  # --backend pins one
-        (["--backend", "inductor"], "inductor", 0),
+        # the CPU mix: aot_eager, with Inductor (what users ship) in 1 case of 10
+        ([], "aot_eager", "inductor", 10),
+        (["--backend", "aot_eager"], "aot_eager", None, 0),  # --backend pins one
+        (["--backend", "inductor"], "inductor", None, 0),
+        # the CUDA mix: Inductor (and its CUDA graphs), with aot_eager in 1 case of 4
+        (["--device", "cuda"], "inductor", "aot_eager", 4),
+        (["--device", "cuda", "--backend", "aot_eager"], "aot_eager", None, 0),
     ],
 )
 def test_the_default_backend_is_a_mix_and_backend_pins_one(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: list[str], backend: str, share: int
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    argv: list[str],
+    backend: str,
+    partner: str | None,
+    share: int,
 ) -> None:
     import pyfy_fuzz.cli.run as run_cli
 
@@ -143,8 +152,17 @@ def test_the_default_backend_is_a_mix_and_backend_pins_one(
         exit_code = 0
 
     monkeypatch.setattr(run_cli, "run_and_summarise", lambda c: seen.append(c) or _Done())
+    monkeypatch.setattr(run_cli, "check_device", lambda device: None)  # no GPU needed to parse
     assert main(["run", "--budget", "5s", "--corpus", str(tmp_path / "c"), *argv]) == 0
-    assert (seen[0].backend, seen[0].inductor_share) == (backend, share)
+    assert (seen[0].backend, seen[0].partner, seen[0].partner_share) == (backend, partner, share)
+
+
+def test_a_backend_mix_must_mix() -> None:
+    from pyfy_fuzz.campaign import BackendMix
+
+    for bad in (("inductor", "inductor", 4), ("aot_eager", "inductor", 1), ("aot_eager", None, 4)):
+        with pytest.raises(ValueError):
+            BackendMix(*bad)
 
 
 def test_the_summary_names_the_mix() -> None:
@@ -157,7 +175,8 @@ def test_the_summary_names_the_mix() -> None:
         "known_seen": {},
         "config": {
             "backend": "aot_eager",
-            "inductor_share": 10,
+            "partner": "inductor",
+            "partner_share": 10,
             "device": "cpu",
             "workers": 2,
             "shard": "1/1",

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
+from pyfy_fuzz.pythonify import load, pythonify
 from pyfy_fuzz.pythonify.ir import CUDAGraphPhase, CUDAGraphSetupNode
 from pyfy_fuzz.pythonify.wrappers.cudagraph import runtime_source, wrap_source
 
@@ -238,18 +240,37 @@ def test_outputs_aliasing_each_other_keep_aliasing(rt: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- shapes and scalars
 
 
-def test_new_shape_with_skip_dynamic_graphs_runs_eagerly(rt: dict[str, Any]) -> None:
+def test_skip_dynamic_graphs_never_captures(rt: dict[str, Any]) -> None:
+    """torch's triton.cudagraph_skip_dynamic_graphs skips a graph with symbolic inputs
+    outright (compile_fx: "graph with symbolic shapes inputs"), every shape alike."""
     runner = _runner(rt, lambda args: [args[0] * 2], skip_dynamic_graphs=True)
-    runner([torch.ones(4)])
-    runner([torch.ones(4)])
-    assert _counters(runner) == (1, 1, 1)
-    for _ in range(2):
-        (out,) = runner([torch.arange(5.0)])
-        assert torch.equal(out, torch.arange(5.0) * 2)
-    assert _counters(runner) == (3, 1, 1)
-    (out,) = runner([torch.full((4,), 3.0)])  # the captured shape replays again
-    assert torch.equal(out, torch.full((4,), 6.0))
-    assert _counters(runner) == (3, 1, 2)
+    for x in (torch.ones(4), torch.ones(4), torch.arange(5.0), torch.full((4,), 3.0)):
+        (out,) = runner([x])
+        assert torch.equal(out, x * 2)
+    assert _counters(runner) == (4, 0, 0)
+    assert "cudagraph_skip_dynamic_graphs" in runner.skipped_reason
+
+
+def test_a_dynamic_graph_follows_torchs_skip_config(tmp_path: Path) -> None:
+    """Re-recorded per shape by default (cudagraph trees), skipped under the config."""
+    import torch._inductor.config as iconfig
+
+    def f(x):
+        return x.sin() * 2
+
+    for skip in (False, True):
+        torch._dynamo.reset()
+        with iconfig.patch({"triton.cudagraph_skip_dynamic_graphs": skip}):
+            res = pythonify(
+                f, (torch.randn(4),), tmp_path / f"p{skip}.py", dynamic=True, mode="reduce-overhead"
+            )
+        mod = load(res.path, bind=f)
+        for n in (4, 4, 5, 5, 5):
+            x = torch.randn(n)
+            assert torch.equal(mod.call(x), f(x))
+        runner = mod._cudagraph_inference
+        assert (runner.skipped_reason is not None) == skip
+        assert runner.num_captures == (0 if skip else 2)
 
 
 def test_new_shape_without_skip_captures_one_graph_per_shape(rt: dict[str, Any]) -> None:
@@ -375,7 +396,6 @@ def test_wrap_source_builds_a_working_runner(rt: dict[str, Any]) -> None:
         static_input_indices=[1],
         saved_tensor_indices=[1],
         backward_graph_id="backward",
-        skip_dynamic_graphs=True,
     )
     name, source = wrap_source(node, "compiled_forward")
     assert name.isidentifier() and name not in rt
@@ -387,7 +407,7 @@ def test_wrap_source_builds_a_working_runner(rt: dict[str, Any]) -> None:
     runner = rt[name]
     assert isinstance(runner, rt["_CUDAGraphRunner"])
     assert (runner.graph_id, runner.phase, runner.warmup_runs) == ("forward", "forward", 2)
-    assert runner.static_input_indices == [1] and runner.skip_dynamic_graphs
+    assert runner.static_input_indices == [1] and not runner.skip_dynamic_graphs
     assert runner.emulate and runner.device_index is None
 
     bias = torch.tensor([100.0])
@@ -398,8 +418,9 @@ def test_wrap_source_builds_a_working_runner(rt: dict[str, Any]) -> None:
         assert out.item() == k + 100
     assert _counters(runner) == (2, 1, 3)
     assert [t.item() for t in held] == [0.0, 2.0, 4.0, 6.0, 8.0]
-    runner([torch.ones(3), bias])  # other shape: eager, no new graph
-    assert _counters(runner) == (3, 1, 3)
+    for _ in range(3):  # another shape: its own warm-ups, then its own graph
+        runner([torch.ones(3), bias])
+    assert _counters(runner) == (4, 2, 4)
 
 
 def test_wrap_source_mutated_inputs_and_odd_graph_ids(rt: dict[str, Any]) -> None:

@@ -111,9 +111,9 @@ class Recorder:
         saved.append((ada, "post_compile", ada.__dict__["post_compile"]))
         orig_ada = ada.post_compile  # type: ignore[attr-defined]
 
-        def ada_post_compile(spec: Any) -> Any:
-            self._record_autograd(spec)
-            return orig_ada(spec)
+        def ada_post_compile(*args: Any, **kwargs: Any) -> Any:
+            self._record_autograd(C.autograd_compile_spec(orig_ada, args, kwargs))
+            return orig_ada(*args, **kwargs)
 
         ada.post_compile = staticmethod(ada_post_compile)  # type: ignore[attr-defined]
         try:
@@ -129,7 +129,10 @@ class Recorder:
         def post_compile(
             self: Any, compiled_fn: Any, aot_config: Any, *, runtime_metadata: Any
         ) -> Any:
-            C.check_fields(name, self, W.POST_COMPILE_FIELDS[name])
+            fields = W.POST_COMPILE_FIELDS[name]
+            if getattr(self, "needs_post_compile", True) is False:
+                fields = ("needs_post_compile",)  # inactive: its model reads nothing else
+            C.check_fields(name, self, fields)
             C.check_fields("ViewAndMutationMeta", runtime_metadata, C.META_FIELDS)
             recorder._record(name, self, aot_config, runtime_metadata)
             return orig(self, compiled_fn, aot_config, runtime_metadata=runtime_metadata)

@@ -51,8 +51,11 @@ class CUDAGraphSetupNode(IRNode):
     saved_tensor_indices: list[int] = field(default_factory=list)  # outputs/inputs saved for bw
     num_forward_outputs: int | None = None  # forward phase: the returns before saved tensors
     backward_graph_id: str | None = None  # forward phase: the graph replaying its backward
-    device_index: int | None = None  # None when emulated
-    skip_dynamic_graphs: bool = False  # a call with new shapes runs eagerly
+    # None: the first CUDA input's, read at the first call (torch: get_device_index(gm))
+    device_index: int | None = None
+    # torch's triton.cudagraph_skip_dynamic_graphs on a dynamic graph: never captured.
+    # Without it, each new shape gets its own graph (cudagraph trees re-record).
+    skip_dynamic_graphs: bool = False
     emulate: bool = True  # replay against _EmulatedCUDAGraph (no GPU needed)
     # Non-static inputs the graph mutates: torch skips CUDA graphs for those, and so do we.
     mutated_input_indices: list[int] = field(default_factory=list)
@@ -74,16 +77,24 @@ def build(
     dynamic: bool,
 ) -> list[CUDAGraphSetupNode]:
     """The CUDA graphs a mode="reduce-overhead" compile replays: one for inference, or a
-    forward and a backward for training. Emulated where the compile's device is not cuda."""
+    forward and a backward for training. Emulated where the compile's device is not cuda.
+    A dynamic graph is skipped where torch's config says so at the capture (its default
+    re-records each new shape)."""
+    import torch._inductor.config as iconfig
+
     emulate = device != "cuda"
+    # Only a write inside the graph stops a capture: a mutation the runtime epilogue applies
+    # (training graphs return the new values) never touches the graph's static buffers, and
+    # torch records such graphs too (its check reads the graph: find_input_mutations).
     mutated = [
-        i for i, info in enumerate(runtime.input_info) if info.mutates_data or info.mutates_metadata
+        i
+        for i, info in enumerate(runtime.input_info)
+        if (info.mutates_data or info.mutates_metadata) and not info.mutated_out_of_graph
     ]
     common: dict[str, Any] = dict(
         warmup_runs=1,
-        skip_dynamic_graphs=dynamic,
+        skip_dynamic_graphs=dynamic and bool(iconfig.triton.cudagraph_skip_dynamic_graphs),
         emulate=emulate,
-        device_index=0 if not emulate else None,
     )
     if autograd is None:
         return [
@@ -121,6 +132,8 @@ def paths(node: CUDAGraphSetupNode, facts: PathFacts) -> list[str]:
     out = [f"cudagraph/{'inference' if node.phase is CUDAGraphPhase.INFERENCE else 'training'}"]
     if node.mutated_input_indices:
         out.append("cudagraph/skipped_input_mutation")
+    if node.static_input_indices:
+        out.append("cudagraph/static_inputs")
     if node.skip_dynamic_graphs:
         out.append("cudagraph/skip_dynamic")
     return out
@@ -392,6 +405,35 @@ class _emulated_graph:
         return False
 
 
+# Note [One memory pool per device]
+# cudagraph trees allocate every graph of a device (forward, backward, each recorded shape)
+# from one memory pool, so memory a graph freed at the end of its capture is reused by the
+# next capture instead of being held twice. The file does the same: all of its runners share
+# one pool and one capture stream per device. That is safe because replays never overlap
+# and every output leaves the graph as a copy (`_cg_hand_out`): a later replay may write
+# over an earlier graph's static outputs, never over what a caller holds.
+_CG_DEVICE_STATE: dict = {}  # device index -> (memory pool handle, capture stream)
+
+
+def _cg_pool_and_stream(device_index):
+    """The memory pool and capture stream every graph of `device_index` uses."""
+    state = _CG_DEVICE_STATE.get(device_index)
+    if state is None:
+        with torch.cuda.device(device_index):
+            state = (torch.cuda.graph_pool_handle(), torch.cuda.Stream())
+        _CG_DEVICE_STATE[device_index] = state
+    return state
+
+
+def _cg_device_index(args):
+    """The device of the first CUDA tensor argument, or None (torch reads it off the graph's
+    first CUDA value: get_device_index)."""
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.is_cuda:
+            return a.device.index if a.device.index is not None else torch.cuda.current_device()
+    return None
+
+
 class _CUDAGraphEntry:
     """One captured graph: its input key, the graph object and its static inputs/outputs."""
 
@@ -417,9 +459,10 @@ class _CUDAGraphRunner:
       replay overwrites the static ones.
 
     A call whose key differs from the captured one gets its own graph (one graph per shape, like
-    cudagraph trees), or with `skip_dynamic_graphs` runs `fn` eagerly. If `fn` mutates an input
-    that is not static, a replay would mutate the static buffer rather than the caller's tensor,
-    so (as torch does) the runner never captures and always runs `fn` eagerly.
+    cudagraph trees). With `skip_dynamic_graphs` (torch's triton.cudagraph_skip_dynamic_graphs
+    on a dynamic graph) the runner never captures. If `fn` mutates an input that is not
+    static, a replay would mutate the static buffer rather than the caller's tensor, so (as
+    torch does) the runner never captures and always runs `fn` eagerly.
 
     Introspection for tests and oracles: num_captures, num_replays, num_eager_runs,
     skipped_reason, graph_id, phase, and `graphs` (input key -> _CUDAGraphEntry).
@@ -454,11 +497,14 @@ class _CUDAGraphRunner:
         self.skipped_reason = None
         self._static = frozenset(self.static_input_indices)
         self._warmups_done = {}
-        self._captured_shape_key = None
         if self.emulate and "_EmulatedCUDAGraph" not in globals():
             raise RuntimeError("emulate=True, but this file was generated without the emulation")
         mutated = [i for i in self.mutated_input_indices if i not in self._static]
-        if mutated:
+        if self.skip_dynamic_graphs:
+            self.skipped_reason = (
+                "graph with symbolic shape inputs (triton.cudagraph_skip_dynamic_graphs)"
+            )
+        elif mutated:
             self.skipped_reason = (
                 f"graph mutates non-static inputs {mutated}: a replay would mutate the static "
                 "input buffers, not the caller's tensors"
@@ -472,13 +518,15 @@ class _CUDAGraphRunner:
                 if isinstance(a, torch.Tensor) and a.device.type != "cuda":
                     self.skipped_reason = f"input {i} is on {a.device}, not on a CUDA device"
                     return self._run_eager(args)
+            index = _cg_device_index(args)
+            if self.device_index is None:
+                self.device_index = index
+            elif index is not None and index != self.device_index:
+                self.skipped_reason = (
+                    f"inputs on cuda:{index}, graphs recorded on cuda:{self.device_index}"
+                )
+                return self._run_eager(args)
         shape_key = _cg_input_key(args)
-        if (
-            self.skip_dynamic_graphs
-            and self._captured_shape_key is not None
-            and shape_key != self._captured_shape_key
-        ):
-            return self._run_eager(args)  # a new shape: not recorded, run directly
         static_ptrs = tuple(
             (i, args[i].data_ptr())
             for i in self.static_input_indices
@@ -492,8 +540,8 @@ class _CUDAGraphRunner:
                 self._warmups_done[key] = done + 1
                 return self._run_eager(args, warmup=True)
             entry = self._capture(key, args)
-            if self._captured_shape_key is None:
-                self._captured_shape_key = shape_key
+            if entry is None:  # the capture failed: this runner runs eagerly from now on
+                return self._run_eager(args)
         return self._replay(entry, args)
 
     def _device(self):
@@ -527,7 +575,15 @@ class _CUDAGraphRunner:
         if self.emulate:
             graph, static_outputs = self._record_emulated(static_inputs)
         else:
-            graph, static_outputs = self._record_cuda(static_inputs)
+            try:
+                graph, static_outputs = self._record_cuda(static_inputs)
+            except RuntimeError as exc:
+                # A graph that cannot be captured (a host sync, a CPU op) runs eagerly, as
+                # torch runs a graph it skips; the reason is reported, and the oracle compares
+                # it with what torch did (oracles/cudagraph.py).
+                first = str(exc).splitlines()[0] if str(exc) else ""
+                self.skipped_reason = f"capture failed: {type(exc).__name__}: {first}"
+                return None
         entry = _CUDAGraphEntry(key, graph, static_inputs, static_outputs)
         self.graphs[key] = entry
         self.num_captures += 1
@@ -540,9 +596,15 @@ class _CUDAGraphRunner:
         return graph, static_outputs
 
     def _record_cuda(self, static_inputs):
+        """Capture on the device's capture stream into its shared pool (Note [One memory pool
+        per device]), after the warm-up's work has finished, as cudagraph trees do."""
+        pool, stream = _cg_pool_and_stream(self.device_index)
         with self._device():
+            torch.cuda.synchronize()
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            with torch.cuda.graph(
+                graph, pool=pool, stream=stream, capture_error_mode="thread_local"
+            ):
                 static_outputs = self.fn(list(static_inputs))
         if not isinstance(static_outputs, (list, tuple)):
             static_outputs = [static_outputs]
@@ -572,7 +634,13 @@ _RUNTIME_COMMON = (
     "_cg_hand_out",
 )
 _RUNTIME_EMULATION = ("_cg_poison", "_EmulatedCUDAGraph", "_emulated_graph")
-_RUNTIME_RUNNER = ("_CUDAGraphEntry", "_CUDAGraphRunner")
+_RUNTIME_RUNNER = (
+    "_CG_DEVICE_STATE",
+    "_cg_pool_and_stream",
+    "_cg_device_index",
+    "_CUDAGraphEntry",
+    "_CUDAGraphRunner",
+)
 
 _RUNTIME_HEADER = """\
 # ---------------------------------------------------------------------------- CUDA graphs
@@ -627,8 +695,10 @@ def wrap_source(node: CUDAGraphSetupNode, inner: str) -> tuple[str, str]:
         text.append(f"{which.capitalize()} {sorted(node.saved_tensor_indices)} are saved tensors.")
     if node.backward_graph_id is not None:
         text.append(f"The backward is replayed by graph {node.backward_graph_id!r}.")
-    if node.skip_dynamic_graphs and not mutated_non_static:
-        text.append("A call with other input shapes than the captured ones runs eagerly.")
+    if node.skip_dynamic_graphs:
+        text = [f"{head} never captured: a dynamic graph, and cudagraph_skip_dynamic_graphs."]
+    elif not mutated_non_static:
+        text.append("Each new input shape gets its own warm-up and graph.")
     comment = textwrap.wrap(" ".join(text), width=98, break_on_hyphens=False)
     comment = ["# " + line for line in comment]
     source = "\n".join(comment) + (

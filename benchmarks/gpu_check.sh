@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Issue 18's GPU checks in one device call (the lease is short: README's "device" notes).
+# Runs from the repository root on the GPU machine, with its own python3 and torch (no
+# install: PYTHONPATH), and writes what comes back under $OUT:
+#   log.txt      the machine, torch, the cuda-marked tests, each step's tail
+#   mix.json     `pyfy-fuzz run --device cuda` (default mix) summary
+#   aot.json     `pyfy-fuzz run --device cuda --backend aot_eager` summary
+#   bench.json   cudagraph-family throughput and harness overhead against bare
+#                torch.compile(mode="reduce-overhead") (Inductor's cudagraph trees)
+#   corpora.tgz  both campaigns' corpora (findings to triage)
+# Sizes: MIX, AOT (campaign budgets), TESTS_S, BENCH=0 to skip the benchmark.
+set -u
+export PYTHONPATH="$PWD" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+OUT="${OUT:-/tmp/pyfy-gpu-out}"
+mkdir -p "$OUT"
+LOG="$OUT/log.txt"
+MIX="${MIX:-150s}" AOT="${AOT:-60s}" TESTS_S="${TESTS_S:-200}" BENCH="${BENCH:-1}"
+WORKERS="${WORKERS:-8}"
+step() { echo "=== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
+
+step "machine"
+{
+  nvidia-smi -L
+  python3 -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))'
+  nproc
+} >>"$LOG" 2>&1
+
+step "cuda-marked tests"
+timeout "$TESTS_S" python3 -m pytest -q -p no:cacheprovider -p no:randomly -m cuda -x \
+  tests/test_cuda.py tests/pythonify/test_cudagraph_emulation.py \
+  tests/pythonify/test_cudagraph_pythonify.py tests/generators/test_device.py >>"$LOG" 2>&1
+echo "pytest rc $?" | tee -a "$LOG"
+
+step "campaign: default mix, $MIX"
+rm -rf /tmp/c-mix /tmp/c-aot
+python3 -m pyfy_fuzz run --device cuda --budget "$MIX" --workers "$WORKERS" \
+  --corpus /tmp/c-mix --json "$OUT/mix.json" --progress plain >/tmp/mix.log 2>&1
+echo "run rc $?" >>/tmp/mix.log
+tail -n 40 /tmp/mix.log >>"$LOG"
+
+step "campaign: aot_eager, $AOT"
+python3 -m pyfy_fuzz run --device cuda --backend aot_eager --budget "$AOT" \
+  --workers "$WORKERS" --corpus /tmp/c-aot --json "$OUT/aot.json" --progress plain \
+  >/tmp/aot.log 2>&1
+echo "run rc $?" >>/tmp/aot.log
+tail -n 30 /tmp/aot.log >>"$LOG"
+
+if [ "$BENCH" != 0 ]; then
+  step "bench: cudagraph family on cuda"
+  timeout 110 python3 -m pyfy_fuzz bench --device cuda --families cudagraph --programs 4 \
+    --inductor-programs 4 --backends aot_eager,inductor --overhead-backend inductor \
+    --rss-minutes 0 --workers "$WORKERS" --json "$OUT/bench.json" >>"$LOG" 2>&1
+  echo "bench rc $?" | tee -a "$LOG"
+fi
+
+step "pack"
+cp /tmp/mix.log /tmp/c-mix/campaign.log 2>/dev/null
+cp /tmp/aot.log /tmp/c-aot/campaign.log 2>/dev/null
+tar czf "$OUT/corpora.tgz" --exclude=trace --exclude=.campaign --exclude=hypothesis -C /tmp c-mix c-aot 2>>"$LOG"
+ls -la "$OUT" >>"$LOG"
+step "done"
