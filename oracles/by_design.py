@@ -215,10 +215,14 @@ BY_DESIGN: tuple[ByDesign, ...] = (
     ByDesign(
         "cudagraph-overwritten-output",
         "cudagraph",
-        "on a GPU, torch.compile(mode='reduce-overhead') raises when an output of an earlier "
-        "replay is read after a later replay",
-        "cudagraph trees document that outputs are overwritten by the next replay and detect "
-        "the stale read; the pythonified file has no such contract and is still checked.",
+        "on a GPU, torch's cudagraph trees (Inductor's mode='reduce-overhead', the "
+        "cudagraphs backend) raise when an output of an earlier replay is read after a later "
+        "replay",
+        "torch documents it (CUDAGraph Trees: outputs of a replay are overwritten by the next, "
+        'and reading a stale one raises "accessing tensor output of CUDAGraphs that has been '
+        'overwritten by a subsequent run"; torch.compiler.cudagraph_mark_step_begin); only '
+        "that error is excused, and the pythonified file, which hands out copies, is still "
+        "checked.",
     ),
 )
 

@@ -15,6 +15,13 @@ torch runs a graph without CUDA graphs when it reads a CPU tensor, mutates an in
 not static, or holds an op that cannot be captured, and counts each such skip. A file that
 captures a graph torch skips (its capture model misses a reason), or skips one torch records,
 is a pythonify divergence of its own, whatever the values say.
+
+Compared under Inductor only, whose reduce-overhead compile lowers the graphs the file's
+capture lowers. Under aot_eager the reference is torch's `cudagraphs` backend, which traces
+inference graphs with Dynamo's cudagraph_backend_keep_input_mutation (False: an argument's
+write is applied after the graph), where aot_eager keeps the write inside: the same program
+has other graphs there, and torch records one the file rightly skips (seen on an H200:
+pythonify-divergence.cudagraph.c7666e0d9adb, a false alarm).
 """
 
 from __future__ import annotations
@@ -86,6 +93,8 @@ def _skips(ev: Evidence) -> list[Finding]:
     """Note [Where the file replays, torch replays]: compared only where both ran every call
     (a raised call stops a subject's plan, and with it what it would have recorded)."""
     if ev.device != "cuda" or ev.mode != "reduce-overhead" or ev.pythonified is None:
+        return []
+    if ev.backend != "inductor":  # other graphs than the file's (see the Note)
         return []
     torch_skips = ev.compiled.extra.get("cudagraph_skips")
     runners = {k: v for k, v in ev.pythonified.extra.items() if k.startswith("_cudagraph_")}

@@ -38,7 +38,16 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from generators import ProgramSpec, programs
+from generators import (
+    InputSpec,
+    ModuleSpec,
+    OutSpec,
+    ProgramSpec,
+    RootSpec,
+    Stmt,
+    materialize,
+    programs,
+)
 from oracles import Finding
 from oracles.identity import PENDING, KnownBug, KnownBugs
 
@@ -73,6 +82,7 @@ __all__ = [
     "HYPOTHESIS_SHRINK_CASES",
     "main",
     "make_impl",
+    "poisoned",
     "rss_bytes",
     "WorkerConfig",
 ]
@@ -298,11 +308,16 @@ def _run(
             on_phase=lambda name: ch.send(PhaseStarted(name)),
         )
     except Exception as exc:
+        tb = traceback.format_exc()[-4000:]
+        torch._dynamo.reset()
+        broken = poisoned(config.device)
+        if broken is not None:
+            return CaseOutcome("poisoned", spec.family, reason=broken, traceback=tb)
         return CaseOutcome(
             "error",
             spec.family,
             findings=(_harness_finding(exc).to_dict(),),
-            traceback=traceback.format_exc()[-4000:],
+            traceback=tb,
             backend=backend,
         )
     finally:
@@ -320,6 +335,40 @@ def _run(
         config_skipped=r.config_skipped,
         backend=backend,
     )
+
+
+# Note [A poisoned worker]
+# A torch crash can leave the process broken: seen on an H200 with torch 2.11, a case left
+# the Python dispatcher's key set without its thread-local state, and from then on every
+# case raised "PythonDispatcherTLS was not set" inside the program's own make_fn. Reported
+# as the next case's harness error, and shrunk, that made 241 errored cases in 150 s, all
+# false alarms. So an exception of pyfy-fuzz's is first checked against a canary, a fixed
+# program the harness always runs cleanly (an nn.Module with a parameter, its inputs, one
+# eager call and its backward): if the canary fails too, the case is "poisoned" (no
+# finding) and the worker is recycled; only an exception the canary does not share is a
+# harness error. Which earlier case broke the process is not known; its own finding, if
+# it had one, was reported when it ran.
+_CANARY = ProgramSpec(
+    family="module",
+    roots=(RootSpec((2, 3), grad="leaf"),),
+    inputs=(InputSpec("root"),),
+    body=(Stmt("mul", ("a0", "p0"), ("v0",)), Stmt("sin", ("v0",), ("v1",))),
+    outputs=(OutSpec("ref", "v1"),),
+    module=ModuleSpec(params=((3,),)),
+)
+
+
+def poisoned(device: str) -> str | None:
+    """None while the canary runs cleanly in this process; else what it raised (Note [A
+    poisoned worker])."""
+    try:
+        program = materialize(_CANARY, device=device)
+        fn = program.make_fn()
+        (out,) = (fn(*program.make_inputs(0)),)
+        out.sum().backward()
+    except Exception as exc:
+        return f"the canary program fails in this process: {type(exc).__name__}: {str(exc)[:200]}"
+    return None
 
 
 def _harness_finding(exc: BaseException) -> Finding:
@@ -368,6 +417,8 @@ def _serve(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl) -> str:
             tlparse_index(Path(trace))
         ch.send(Done(outcome, command.spec, job=command.job))
         cases += 1
+        if outcome.status == "poisoned":
+            return f"recycled: poisoned ({outcome.reason})"
         why = _recycle_reason(config, cases)
         if why:
             return why
@@ -418,6 +469,10 @@ class _Explorer:
         self.cases += 1
         run.shrink_cases += run.target is not None
         ch.send(Done(outcome, spec_json, shrinking=run.target))
+        if outcome.status == "poisoned":  # Note [A poisoned worker]: a fresh process goes on
+            ch.send(Note(f"worker recycled: {outcome.reason}"))
+            run.recycle = f"recycled: poisoned ({outcome.reason})"
+            raise _Stop  # a bug being shrunk is saved as Hypothesis left it (unconfirmed)
         found = {f["coarse"]: f for f in reversed(outcome.findings)}  # first one wins
         if run.target is None:
             new = [f["coarse"] for f in outcome.findings if ch.known.match(f) is None]

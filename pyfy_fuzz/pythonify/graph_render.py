@@ -219,7 +219,12 @@ def seq_nr_table(gm: torch.fx.GraphModule) -> tuple[tuple[tuple[str, int], ...],
         for n in gm.graph.nodes
         if n.op == "call_function" and "seq_nr" in n.meta
     )
-    acc = tuple(n.name for n in gm.graph.nodes if n.meta.get("is_gradient_acc"))
+    # call_function nodes only, as `render_fx` and `fx_node_meta` read them: torch also marks
+    # a backward placeholder (a tangent that is itself the accumulated gradient) and the
+    # Inductor path listed it where the aot_eager path did not (found on an H200, issue 18).
+    acc = tuple(
+        n.name for n in gm.graph.nodes if n.op == "call_function" and n.meta.get("is_gradient_acc")
+    )
     return seq, acc
 
 

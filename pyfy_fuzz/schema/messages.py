@@ -127,7 +127,9 @@ Command: TypeAlias = Explore | Serve | RunJob | Known | Avoid | Stop
 class CaseOutcome:
     """One case's result as plain data (what `runner.CaseResult` keeps that the campaign uses)."""
 
-    status: str  # ok | discarded | invalid | error (pyfy-fuzz itself raised)
+    # ok | discarded | invalid | error (pyfy-fuzz itself raised) | poisoned (it raised because
+    # the process was broken by an earlier case: Note [A poisoned worker] in worker.py)
+    status: str
     family: str  # the spec's generator family
     findings: tuple[FindingDict, ...] = ()
     wrapper_paths: tuple[str, ...] = ()
@@ -141,7 +143,7 @@ class CaseOutcome:
     backend: str = ""  # what the case compiled with ("": not recorded)
 
     def __post_init__(self) -> None:
-        if self.status not in ("ok", "discarded", "invalid", "error"):
+        if self.status not in ("ok", "discarded", "invalid", "error", "poisoned"):
             raise ValueError(f"CaseOutcome.status {self.status!r} is not a case status")
         if self.warm is not None and self.warm not in SERVED:
             raise ValueError(f"CaseOutcome.warm {self.warm!r} is not one of {SERVED}")

@@ -155,6 +155,7 @@ def test_the_default_backend_is_a_mix_and_backend_pins_one(
     monkeypatch.setattr(run_cli, "check_device", lambda device: None)  # no GPU needed to parse
     assert main(["run", "--budget", "5s", "--corpus", str(tmp_path / "c"), *argv]) == 0
     assert (seen[0].backend, seen[0].partner, seen[0].partner_share) == (backend, partner, share)
+    assert seen[0].case_timeout == (180.0 if "cuda" in argv else 60.0)  # Triton compiles
 
 
 def test_a_backend_mix_must_mix() -> None:

@@ -161,3 +161,25 @@ def test_dynamic_shapes_still_guard_the_strides_the_compile_saw_as_numbers(tmp_p
     strided = torch.randn(3, 8)[:, ::2]
     with pytest.raises(PythonifyGuardError, match="expected stride"):
         mod.call(strided)
+
+
+def test_inductor_gradient_accumulation_nodes_match_torchs(tmp_path):
+    """Found on an H200 (issue 18; also on CPU): torch marks a backward tangent placeholder
+    is_gradient_acc; the Inductor path listed it in GRADIENT_ACC_NODES where the aot_eager
+    path and torch's call_function metadata did not (pythonify-divergence.seq_nr)."""
+    from pyfy_fuzz.pythonify import load, pythonify
+
+    def f(a0):
+        v0 = torch.relu(a0)
+        a0.copy_(a0)
+        return v0
+
+    def make():
+        r0 = torch.randn(6, generator=torch.Generator().manual_seed(0)).requires_grad_()
+        return (r0.clone()[..., ::2].as_strided((1,), (1,), 5),)
+
+    res = pythonify(f, make(), tmp_path / "p.py", backend="inductor")
+    mod = load(res.path, bind=f)
+    for graph, metas in res.fx_meta.items():
+        want = sorted(m.name for m in metas if m.is_gradient_acc)
+        assert sorted(mod.GRADIENT_ACC_NODES.get(graph, [])) == want, graph

@@ -1,0 +1,84 @@
+"""Note [A poisoned worker]: an exception of pyfy-fuzz's that a canary program shares is the
+process's, not the case's: no harness-error finding, and the worker is recycled."""
+
+from __future__ import annotations
+
+from multiprocessing import Pipe
+from typing import Any
+
+import pytest
+
+import pyfy_fuzz.worker as worker
+from generators import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
+from pyfy_fuzz.schema.messages import CaseOutcome, Done, Note, Serve
+from pyfy_fuzz.subjects import BundledPythonify
+
+SPEC = ProgramSpec(
+    family="input_mutation",
+    roots=(RootSpec((3,), grad="none"),),
+    inputs=(InputSpec("root"),),
+    body=(Stmt("sin", ("a0",), ("v0",)),),
+    outputs=(OutSpec("ref", "v0"),),
+    plan=CallPlan(calls=1, backward=False),
+)
+TLS = "Hit PythonDispatcher dispatch key but PythonDispatcherTLS was not set"
+
+
+def _raises(*args: Any, **kwargs: Any) -> Any:
+    """run_case in a broken process: what the H200's worker raised inside make_fn."""
+    raise RuntimeError(TLS)
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, canary_fails: bool, tmp: str) -> CaseOutcome:
+    if canary_fails:
+        real = worker.materialize
+
+        def broken(spec: ProgramSpec, *a: Any, **kw: Any) -> Any:
+            if spec is worker._CANARY:
+                raise RuntimeError(TLS)
+            return real(spec, *a, **kw)
+
+        monkeypatch.setattr(worker, "materialize", broken)
+    monkeypatch.setattr(worker, "run_case", _raises)
+    a, b = Pipe()
+    ch = worker._Channel(a)
+    config = worker.WorkerConfig(slot=0, workdir=tmp)
+    out = worker._run(ch, config, BundledPythonify(), SPEC)
+    while b.poll():
+        b.recv()
+    return out
+
+
+def test_a_healthy_process_reports_the_harness_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    assert worker.poisoned("cpu") is None
+    out = _run(monkeypatch, canary_fails=False, tmp=str(tmp_path))
+    assert out.status == "error" and out.findings[0]["kind"] == "harness-error"
+
+
+def test_a_broken_process_is_poisoned_not_a_finding(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    out = _run(monkeypatch, canary_fails=True, tmp=str(tmp_path))
+    assert out.status == "poisoned" and out.findings == ()
+    assert TLS in (out.reason or "") and TLS in out.traceback
+
+
+def test_a_serve_worker_leaves_after_a_poisoned_case(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    from pyfy_fuzz.schema.messages import RunJob, Stop
+
+    outcome = CaseOutcome("poisoned", SPEC.family, reason="the canary program fails")
+    monkeypatch.setattr(worker, "_run", lambda *a, **kw: outcome)
+    a, b = Pipe()
+    b.send(RunJob(1, SPEC.to_json()))
+    b.send(Stop())
+    why = worker._serve(worker._Channel(a), worker.WorkerConfig(slot=0), BundledPythonify())
+    assert why.startswith("recycled: poisoned")
+    sent = []
+    while b.poll():
+        sent.append(b.recv())
+    assert any(isinstance(m, Done) and m.outcome.status == "poisoned" for m in sent)
+    assert not any(isinstance(m, (Note, Serve)) for m in sent)
