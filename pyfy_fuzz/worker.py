@@ -312,7 +312,9 @@ def _run(
         torch._dynamo.reset()
         broken = poisoned(config.device)
         if broken is not None:
-            return CaseOutcome("poisoned", spec.family, reason=broken, traceback=tb)
+            return CaseOutcome(
+                "poisoned", spec.family, reason=broken, traceback=tb, backend=backend
+            )
         return CaseOutcome(
             "error",
             spec.family,
@@ -472,7 +474,7 @@ class _Explorer:
         if outcome.status == "poisoned":  # Note [A poisoned worker]: a fresh process goes on
             ch.send(Note(f"worker recycled: {outcome.reason}"))
             run.recycle = f"recycled: poisoned ({outcome.reason})"
-            raise _Stop  # a bug being shrunk is saved as Hypothesis left it (unconfirmed)
+            raise _Stop  # a bug being shrunk is saved as Hypothesis left it (interrupted)
         found = {f["coarse"]: f for f in reversed(outcome.findings)}  # first one wins
         if run.target is None:
             new = [f["coarse"] for f in outcome.findings if ch.known.match(f) is None]
@@ -528,8 +530,11 @@ def _explore(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl, job: Explo
         except Exception as exc:  # Flaky (the target did not reproduce), a generator error
             ch.send(Note(f"hypothesis run ended: {type(exc).__name__}: {str(exc)[:200]}"))
         except _Stop:
-            if run.best is not None:
+            poisoned_now = (run.recycle or "").startswith("recycled: poisoned")
+            if run.best is not None and not poisoned_now:
                 _shrunk(ch, config, impl, run.best, polish=False)
+            # poisoned: no staging run in this process; the campaign saves the smallest spec
+            # it was told of (Campaign._finish_interrupted)
             return run.recycle or "stopped"
         if run.best is not None:
             _shrunk(ch, config, impl, run.best, polish=not ch.stopping)

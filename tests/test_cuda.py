@@ -64,7 +64,8 @@ def test_the_file_captures_on_the_inputs_device_with_one_pool(tmp_path: Path) ->
     fw, bw = mod._cudagraph_forward, mod._cudagraph_backward
     assert fw.num_captures == 1 and bw.num_captures == 1, (fw.skipped_reason, bw.skipped_reason)
     assert fw.num_replays >= 2 and bw.num_replays >= 2
-    assert fw.device_index == bw.device_index == torch.cuda.current_device()
+    assert fw.device_index == bw.device_index == x.device.index
+    assert fw.pool is not None and fw.pool is bw.pool  # the forward's and backward's pool
     assert list(mod._CG_DEVICE_STATE) == [fw.device_index]  # one pool and stream per device
 
 

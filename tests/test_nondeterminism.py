@@ -37,3 +37,13 @@ def test_a_setting_the_caller_made_is_kept() -> None:
         assert not torch.is_deterministic_algorithms_warn_only_enabled()
     finally:
         torch.use_deterministic_algorithms(False)
+
+
+def test_the_settings_come_back_when_the_run_raises() -> None:
+    try:
+        with nondeterministic_ops("cuda"):
+            raise ValueError("the program raised")
+    except ValueError:
+        pass
+    assert not torch.are_deterministic_algorithms_enabled()
+    assert not torch.is_deterministic_algorithms_warn_only_enabled()

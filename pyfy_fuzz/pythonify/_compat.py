@@ -98,7 +98,9 @@ def autograd_compile_spec(post_compile: Any, args: tuple[Any, ...], kwargs: dict
     import inspect
     import types
 
-    bound = inspect.signature(post_compile).bind(*args, **kwargs).arguments
+    binding = inspect.signature(post_compile).bind(*args, **kwargs)
+    binding.apply_defaults()
+    bound = dict(binding.arguments)
     if "num_symints_saved_for_bw_" in bound:
         bound["num_symints_saved_for_bw"] = bound.pop("num_symints_saved_for_bw_")
     return types.SimpleNamespace(**bound)

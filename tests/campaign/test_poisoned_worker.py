@@ -82,3 +82,24 @@ def test_a_serve_worker_leaves_after_a_poisoned_case(
         sent.append(b.recv())
     assert any(isinstance(m, Done) and m.outcome.status == "poisoned" for m in sent)
     assert not any(isinstance(m, (Note, Serve)) for m in sent)
+
+
+def test_an_exploring_worker_stops_after_a_poisoned_case(monkeypatch: pytest.MonkeyPatch) -> None:
+    """It stops at once (a fresh process goes on), says why, and runs no staging case in the
+    broken process: the campaign saves a shrink it cut short from what it was told."""
+    import time
+
+    outcome = CaseOutcome("poisoned", SPEC.family, reason="the canary program fails")
+    monkeypatch.setattr(worker, "_run", lambda *a, **kw: outcome)
+    a, b = Pipe()
+    explorer = worker._Explorer(
+        worker._Channel(a), worker.WorkerConfig(slot=0), BundledPythonify(), time.monotonic() + 60
+    )
+    explorer.run = worker._Run()
+    with pytest.raises(worker._Stop):
+        explorer.one(SPEC)
+    assert (explorer.run.recycle or "").startswith("recycled: poisoned")
+    sent = []
+    while b.poll():
+        sent.append(b.recv())
+    assert any(isinstance(m, Note) and "recycled" in m.text for m in sent)

@@ -90,5 +90,14 @@ def test_skips_are_not_compared_off_cuda_or_after_a_raise() -> None:
     assert oracles.cudagraph.check(replace(ev, mode=None)) == []
     # aot_eager's reference (the cudagraphs backend) applies input writes outside its graphs
     assert oracles.cudagraph.check(replace(ev, backend="aot_eager")) == []
+    # torch's count covers a variant call's recompile, which the file refuses or reuses for
+    variant = replace(ev.compiled.calls[0], variant="shape")
+    assert (
+        oracles.cudagraph.check(replace(ev, compiled=replace(ev.compiled, variant=variant))) == []
+    )
+    # "the file captured every graph" needs a capture
+    never = {"captures": 0, "replays": 0, "eager_runs": 2, "skipped": None}
+    quiet = replace(ev, pythonified=replace(ev.pythonified, extra={"_cudagraph_inference": never}))
+    assert oracles.cudagraph.check(quiet) == []
     raised = ExcObs.of(RuntimeError("x"), "call")
     assert oracles.cudagraph.check(edited(ev, "compiled", 1, raised=raised)) == []

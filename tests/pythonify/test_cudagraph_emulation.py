@@ -477,3 +477,25 @@ def test_real_cuda_graph_replay() -> None:
     cpu_runner = _runner(rt, lambda args: [args[0] + 1], emulate=False)
     (out,) = cpu_runner([torch.zeros(1)])
     assert out.item() == 1.0 and cpu_runner.skipped_reason is not None
+
+
+def test_a_capture_that_fails_runs_eagerly_and_says_why() -> None:
+    """A graph that cannot be captured (a host sync, a CPU op inside it) runs eagerly from
+    then on, as torch runs a graph it skips, and the reason is reported for the oracle
+    (Note [Where the file replays, torch replays]). The real capture needs a GPU; its failure
+    path is driven here through `_record_cuda`."""
+    rt = _namespace(emulate=False)
+    runner = _runner(rt, lambda args: [args[0] * 2], emulate=False)
+
+    def refuse(static_inputs: list[Any]) -> Any:
+        raise RuntimeError("operation not permitted when stream is capturing\nmore")
+
+    runner._record_cuda = refuse
+    x = torch.ones(3)
+    assert runner._capture(("k",), [x]) is None
+    assert runner.skipped_reason == (
+        "capture failed: RuntimeError: operation not permitted when stream is capturing"
+    )
+    assert runner.num_captures == 0 and runner.graphs == {}
+    (out,) = runner([x])  # every later call: eager, without a capture attempt
+    assert torch.equal(out, x * 2) and runner.num_eager_runs == 1

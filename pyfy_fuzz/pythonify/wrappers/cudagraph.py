@@ -495,6 +495,7 @@ class _CUDAGraphRunner:
         self.num_replays = 0
         self.num_eager_runs = 0
         self.skipped_reason = None
+        self.pool = None  # the memory pool the graphs were captured into (real CUDA only)
         self._static = frozenset(self.static_input_indices)
         self._warmups_done = {}
         if self.emulate and "_EmulatedCUDAGraph" not in globals():
@@ -599,13 +600,23 @@ class _CUDAGraphRunner:
         """Capture on the device's capture stream into its shared pool (Note [One memory pool
         per device]), after the warm-up's work has finished, as cudagraph trees do."""
         pool, stream = _cg_pool_and_stream(self.device_index)
+        self.pool = pool
         with self._device():
             torch.cuda.synchronize()
+            caller_stream = torch.cuda.current_stream()
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(
-                graph, pool=pool, stream=stream, capture_error_mode="thread_local"
-            ):
-                static_outputs = self.fn(list(static_inputs))
+            try:
+                with torch.cuda.graph(
+                    graph, pool=pool, stream=stream, capture_error_mode="thread_local"
+                ):
+                    static_outputs = self.fn(list(static_inputs))
+            except BaseException:
+                # A capture that fails can leave its stream current (torch.cuda.graph ends the
+                # capture before it restores the stream) and its pool unusable: put the
+                # caller's stream back and give the next capture a fresh pool and stream.
+                torch.cuda.set_stream(caller_stream)
+                _CG_DEVICE_STATE.pop(self.device_index, None)
+                raise
         if not isinstance(static_outputs, (list, tuple)):
             static_outputs = [static_outputs]
         return graph, list(static_outputs)
