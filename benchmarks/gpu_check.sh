@@ -8,6 +8,12 @@
 #   bench.json   cudagraph-family throughput and harness overhead against bare
 #                torch.compile(mode="reduce-overhead") (Inductor's cudagraph trees)
 #   corpora.tgz  both campaigns' corpora (findings to triage)
+#   migrated.tgz MIGRATE=DIR: a copy of the corpus DIR (found on a GPU) migrated on the GPU
+#                (`pyfy-fuzz migrate --device cuda`), each entry's repro.py run alone
+#   repros.txt   REPROS=1: each new entry's repro.py (both campaigns; repros-migrated.txt:
+#                MIGRATE's) run alone (benchmarks/run_repros.py):
+#                exit code (1 the bug, 0 fixed, 2 another error, 3 the reference raises),
+#                seconds, last line
 # Sizes: MIX, AOT (campaign budgets; AOT=0 skips it), TESTS_S (0 skips the tests), BENCH=0
 # skips the benchmark. KNOWN=1 starts each campaign's corpus as a copy of the checked-in
 # corpus/, so bugs already there count as known rather than new.
@@ -17,7 +23,7 @@ OUT="${OUT:-/tmp/pyfy-gpu-out}"
 mkdir -p "$OUT"
 LOG="$OUT/log.txt"
 MIX="${MIX:-150s}" AOT="${AOT:-60s}" TESTS_S="${TESTS_S:-200}" BENCH="${BENCH:-1}"
-KNOWN="${KNOWN:-0}"
+KNOWN="${KNOWN:-0}" MIGRATE="${MIGRATE:-}" REPROS="${REPROS:-0}"
 WORKERS="${WORKERS:-8}"
 step() { echo "=== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
 
@@ -34,6 +40,22 @@ if [ "$TESTS_S" != 0 ]; then
     tests/test_cuda.py tests/pythonify/test_cudagraph_emulation.py \
     tests/pythonify/test_cudagraph_pythonify.py tests/generators/test_device.py >>"$LOG" 2>&1
   echo "pytest rc $?" | tee -a "$LOG"
+fi
+
+if [ -n "$MIGRATE" ]; then
+  step "migrate a copy of $MIGRATE on the GPU"
+  rm -rf /tmp/c-migrated && cp -r "$MIGRATE" /tmp/c-migrated
+  timeout 300 python3 -m pyfy_fuzz migrate /tmp/c-migrated --device cuda --workers "$WORKERS" \
+    >/tmp/migrate.log 2>&1
+  echo "migrate rc $?" >>/tmp/migrate.log
+  tail -n 45 /tmp/migrate.log >>"$LOG"
+  cp /tmp/migrate.log /tmp/c-migrated/migrate.log
+  tar czf "$OUT/migrated.tgz" --exclude=trace --exclude=tlparse -C /tmp c-migrated 2>>"$LOG"
+  if [ "$REPROS" = 1 ]; then
+    step "each migrated entry's repro.py alone, 8 at a time"
+    timeout 200 python3 benchmarks/run_repros.py --jobs 8 --timeout 100 /tmp/c-migrated \
+      >"$OUT/repros-migrated.txt" 2>>"$LOG"
+  fi
 fi
 
 rm -rf /tmp/c-mix /tmp/c-aot
@@ -64,9 +86,22 @@ if [ "$BENCH" != 0 ]; then
   echo "bench rc $?" | tee -a "$LOG"
 fi
 
+if [ "$REPROS" = 1 ]; then
+  step "each new entry's repro.py alone, 8 at a time"
+  skip=""
+  [ "$KNOWN" = 1 ] && skip="--skip-known corpus"
+  dirs=""
+  for c in /tmp/c-mix /tmp/c-aot; do [ -d "$c" ] && dirs="$dirs $c"; done
+  # shellcheck disable=SC2086  # word lists on purpose
+  timeout 240 python3 benchmarks/run_repros.py --jobs 8 --timeout 100 $skip $dirs \
+    >"$OUT/repros.txt" 2>>"$LOG"
+  tail -n 5 "$OUT/repros.txt" >>"$LOG"
+fi
+
 step "pack"
 cp /tmp/mix.log /tmp/c-mix/campaign.log 2>/dev/null
 cp /tmp/aot.log /tmp/c-aot/campaign.log 2>/dev/null
 tar czf "$OUT/corpora.tgz" --exclude=trace --exclude=.campaign --exclude=hypothesis -C /tmp c-mix c-aot 2>>"$LOG"
+
 ls -la "$OUT" >>"$LOG"
 step "done"

@@ -711,9 +711,12 @@ def _token_changes(spec: ProgramSpec, token: str) -> bool:
             for i in plain
         )
     if token == "strided":
+        # A root laid out strided already has to_strided's geometry (it is "contiguous" when
+        # its last dimension has size 1): nothing changes.
         return any(
             alone(i)
             and root_geometry(spec.roots[i.root])[0].is_contiguous()
+            and spec.roots[i.root].layout != "strided"
             and spec.roots[i.root].shape
             and spec.roots[i.root].grad != "nonleaf"
             for i in plain

@@ -3,17 +3,18 @@ differences becomes one Finding."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
-from pyfy_fuzz.observe import CallObs, ExcObs
+from pyfy_fuzz.observe import CallObs
+from pyfy_fuzz.schema.difference import CallRef, Difference, ExcFacts
 
-from ._calls import PairContext
+from ._calls import PairContext, at_call
 from .evidence import Evidence
 from .finding import Finding, as_kind, as_subject
-from .identity import aspect_of, normalise_message
+from .identity import normalise_message
 
-Diff = Callable[[CallObs, CallObs, PairContext], list[str]]
+Diff = Callable[[CallObs, CallObs, PairContext], list[Difference]]
 
 
 def divergence_kind(subject: str) -> str:
@@ -28,36 +29,33 @@ def finding(
     ev: Evidence,
     oracle: str,
     subject: str,
-    diffs: list[str],
+    diffs: list[Difference],
     *,
     kind: str | None = None,
-    exc_type: str | None = None,
-    exc: ExcObs | None = None,
+    exc: ExcFacts | None = None,
     aspect: str | None = None,
 ) -> Finding:
     """One finding of `oracle` for `subject`. `exc` is the exception that identifies it (the
     subject's, or the reference's where the subject failed to raise it): its type, normalised
-    message and innermost torch frame become the identity; otherwise `aspect` does (an oracle
-    that knows its difference kinds names them), by default the first difference's
-    (Note [Bug identity] in identity.py)."""
-    shown = diffs[:6] + ([f"... and {len(diffs) - 6} more"] if len(diffs) > 6 else [])
-    head = f"{subject} differs from {reference_name(subject)}"
+    message and innermost torch frame become the identity; otherwise `aspect` does, by
+    default the first difference's (Note [Bug identity] in identity.py)."""
     return Finding(
         kind=as_kind(kind or divergence_kind(subject)),
         oracle=oracle,
         subject=as_subject(subject),
         wrappers=ev.wrappers,
-        explanation=head + ":\n" + "\n".join(f"  - {d}" for d in shown),
-        exc_type=exc.short_type if exc is not None else exc_type,
-        aspect=aspect if aspect is not None else aspect_of(diffs[0]) if diffs else "",
+        explanation=Finding.explain(subject, tuple(diffs)),
+        exc_type=exc.type if exc is not None else None,
+        aspect=aspect if aspect is not None else diffs[0].aspect if diffs else "",
         message=normalise_message(exc.message) if exc is not None else "",
         frame=exc.frame if exc is not None else "",
+        differences=tuple(diffs),
     )
 
 
 def comparable_calls(
     ev: Evidence, subject: str, ref_calls: list[CallObs], got_calls: list[CallObs]
-):  # type: ignore[no-untyped-def]
+) -> Iterator[tuple[int, CallObs, CallObs]]:
     """(index, ref, got) for calls where neither side raised (the exceptions oracle owns the
     rest) and, for pythonify, torch.compile itself agreed with eager on raising."""
     for i, (r, g) in enumerate(zip(ref_calls, got_calls, strict=False)):
@@ -74,13 +72,13 @@ def per_call(ev: Evidence, oracle: str, diff: Diff) -> list[Finding]:
     for subject, ref, got, exact in ev.pairs():
         if ref.setup_error is not None or got.setup_error is not None:
             continue
-        diffs: list[str] = []
+        diffs: list[Difference] = []
         for i, r, g in comparable_calls(ev, subject, ref.calls, got.calls):
             r64 = None
             if subject == "torch.compile" and ev.ref64 is not None and i < len(ev.ref64.calls):
                 r64 = ev.ref64.calls[i]
             ctx = PairContext(ev, subject, exact, r64)
-            diffs += [f"call {i}: {d}" for d in diff(r, g, ctx)]
+            diffs += at_call(diff(r, g, ctx), CallRef("plan", i))
         if diffs:
             out.append(finding(ev, oracle, subject, diffs))
     return out
@@ -94,8 +92,10 @@ def merge(found: list[Finding]) -> list[Finding]:
         key = (f.kind, f.subject, f.exc_type)
         if key in merged:
             first = merged[key]
-            extra = f.explanation.split(":\n", 1)[-1]
-            merged[key] = replace(first, explanation=first.explanation + "\n" + extra)
+            diffs = first.differences + f.differences
+            merged[key] = replace(
+                first, differences=diffs, explanation=Finding.explain(first.subject, diffs)
+            )
         else:
             merged[key] = f
     return list(merged.values())

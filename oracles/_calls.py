@@ -8,13 +8,19 @@ exact under aot_eager and tolerant otherwise, with the by-design relaxations of 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from pyfy_fuzz.observe import AliasObs, CallObs, ExcObs, ProbeObs, TensorObs
+from pyfy_fuzz.schema.difference import CallRef, Difference, ExcFacts
 
 from .by_design import excuse
-from .compare import diff_tensor
+from .compare import TensorDiff, diff_tensor
 from .evidence import Evidence
+
+# The call a per-call comparison's differences name until the caller says which it was
+# (`at_call`): the comparisons see two CallObs, not where in the drive they were made.
+_UNPLACED = CallRef("plan", 0)
 
 
 @dataclass
@@ -27,6 +33,35 @@ class PairContext:
     @property
     def strict(self) -> bool:
         return self.subject == "pythonify"
+
+    def diff(self, oracle: str, locus: Any, prop: str, **fields: Any) -> Difference:
+        """A difference of this pair, in a call the caller places (`at_call`)."""
+        return Difference(oracle, self.subject, _UNPLACED, locus, prop, **fields)
+
+    def tensor(
+        self, oracle: str, locus: Any, d: TensorDiff, *, index: int | None = None, name: str = ""
+    ) -> Difference:
+        """A tensor's difference at `locus`."""
+        return self.diff(
+            oracle,
+            locus,
+            d.prop,
+            index=index,
+            name=name,
+            inner=d.inner,
+            expected=d.expected,
+            actual=d.actual,
+        )
+
+
+def exc_facts(e: ExcObs) -> ExcFacts:
+    """What a difference keeps of an observed exception."""
+    return ExcFacts(e.short_type, e.message, e.phase, e.frame)
+
+
+def at_call(diffs: list[Difference], call: CallRef) -> list[Difference]:
+    """`diffs` placed in `call`."""
+    return [replace(d, call=call) for d in diffs]
 
 
 def _ref64_out(ctx: PairContext, j: int) -> TensorObs | None:
@@ -51,9 +86,18 @@ def _structure_excused(ref: CallObs, got: CallObs, ctx: PairContext) -> bool:
     return False
 
 
-def diff_outputs(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
+def diff_outputs(ref: CallObs, got: CallObs, ctx: PairContext) -> list[Difference]:
+    """The outputs oracle's per-call comparison."""
     if ref.structure != got.structure and not _structure_excused(ref, got, ctx):
-        return [f"output structure {_flat(ref.structure)} vs {_flat(got.structure)}"]
+        return [
+            ctx.diff(
+                "outputs",
+                "structure",
+                "structure",
+                expected=_flat(ref.structure),
+                actual=_flat(got.structure),
+            )
+        ]
     out = []
     t = 0
     for j, (r, g) in enumerate(zip(ref.outputs, got.outputs, strict=True)):
@@ -68,11 +112,13 @@ def diff_outputs(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
             )
             t += 1
             if d:
-                out.append(f"output {j}: {d}")
+                out.append(ctx.tensor("outputs", "output", d, index=j))
         elif isinstance(r, TensorObs) or isinstance(g, TensorObs):
-            out.append(f"output {j}: {_what(r)} vs {_what(g)}")
+            out.append(
+                ctx.diff("outputs", "output", "tensor", index=j, expected=_what(r), actual=_what(g))
+            )
         elif r != g:
-            out.append(f"output {j}: {r} vs {g}")
+            out.append(ctx.diff("outputs", "output", "value", index=j, expected=r, actual=g))
     return out
 
 
@@ -84,40 +130,50 @@ def _what(x: TensorObs | str) -> str:
     return "a tensor" if isinstance(x, TensorObs) else f"{x}"
 
 
-def diff_inputs(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
+def diff_inputs(ref: CallObs, got: CallObs, ctx: PairContext) -> list[Difference]:
+    """The mutation oracle's per-call comparison: every input after the call."""
     rnames = [n for n, _ in ref.inputs_after]
     gnames = [n for n, _ in got.inputs_after]
     if rnames != gnames:
-        return [f"inputs after the call: {rnames} vs {gnames} (a _base appeared or vanished)"]
+        return [ctx.diff("mutation", "inputs", "names", expected=rnames, actual=gnames)]
     out = []
     for (n, r), (_, g) in zip(ref.inputs_after, got.inputs_after, strict=True):
         d = diff_tensor(r, g, exact=ctx.exact, offset=True, strict_meta=ctx.strict)
         if d:
-            out.append(f"input {n} after the call: {d}")
+            out.append(ctx.tensor("mutation", "input", d, name=n))
     return out
 
 
-def diff_aliasing(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
+def diff_aliasing(ref: CallObs, got: CallObs, ctx: PairContext) -> list[Difference]:
+    """The aliasing oracle's per-call comparison (indices count tensor outputs)."""
     if len(ref.aliasing) != len(got.aliasing):
         return []  # the outputs oracle reports the structure difference
     out = []
+
+    def fact(k: int, prop: str, r: Any, g: Any) -> None:
+        out.append(ctx.diff("aliasing", "output", prop, index=k, expected=r, actual=g))
+
     for r, g in zip(ref.aliasing, got.aliasing, strict=True):
         k = r.index
         if r.is_input != g.is_input:
-            out.append(f"output {k} is input {list(r.is_input)} vs {list(g.is_input)}")
+            fact(k, "is_input", list(r.is_input), list(g.is_input))
         if r.base != g.base and not _base_excused(
             r.base, g.base, ctx, r, g, _custom_function_output(ref, k)
         ):
-            out.append(f"output {k}._base: {r.base} vs {g.base}")
+            fact(k, "base", r.base, g.base)
         if r.shares_storage_with_inputs != g.shares_storage_with_inputs:
-            out.append(
-                f"output {k} shares storage with inputs {list(r.shares_storage_with_inputs)} "
-                f"vs {list(g.shares_storage_with_inputs)}"
+            fact(
+                k,
+                "shares_inputs",
+                list(r.shares_storage_with_inputs),
+                list(g.shares_storage_with_inputs),
             )
         if r.shares_storage_with_outputs != g.shares_storage_with_outputs:
-            out.append(
-                f"output {k} shares storage with outputs {list(r.shares_storage_with_outputs)} "
-                f"vs {list(g.shares_storage_with_outputs)}"
+            fact(
+                k,
+                "shares_outputs",
+                list(r.shares_storage_with_outputs),
+                list(g.shares_storage_with_outputs),
             )
     return out
 
@@ -150,10 +206,19 @@ def _base_excused(
     return False
 
 
-def diff_autograd(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
+def diff_autograd(ref: CallObs, got: CallObs, ctx: PairContext) -> list[Difference]:
+    """The autograd oracle's per-call comparison."""
     out = []
     if ref.grad_enabled_after != got.grad_enabled_after:
-        out.append(f"grad mode after the call {ref.grad_enabled_after} vs {got.grad_enabled_after}")
+        out.append(
+            ctx.diff(
+                "autograd",
+                "grad_mode",
+                "enabled",
+                expected=ref.grad_enabled_after,
+                actual=got.grad_enabled_after,
+            )
+        )
     tensors = [
         (j, r, g)
         for j, (r, g) in enumerate(zip(ref.outputs, got.outputs, strict=False))
@@ -164,30 +229,51 @@ def diff_autograd(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
         # way) names the bug; requires_grad and grad_fn mostly follow from it.
         for what in ("is_leaf", "requires_grad", "is_inference"):
             if getattr(r, what) != getattr(g, what):
-                out.append(f"output {j}.{what} {getattr(r, what)} vs {getattr(g, what)}")
+                out.append(
+                    ctx.diff(
+                        "autograd",
+                        "output",
+                        what,
+                        index=j,
+                        expected=getattr(r, what),
+                        actual=getattr(g, what),
+                    )
+                )
         refused = [x for x in (r.grad_fn, g.grad_fn) if x is not None and x.startswith("<")]
         if (r.grad_fn is None) != (g.grad_fn is None) or (refused and r.grad_fn != g.grad_fn):
-            out.append(f"output {j}.grad_fn {r.grad_fn} vs {g.grad_fn}")
+            out.append(
+                ctx.diff(
+                    "autograd", "output", "grad_fn", index=j, expected=r.grad_fn, actual=g.grad_fn
+                )
+            )
         elif r.grad_fn != g.grad_fn and not ctx.strict:
             excuse("grad-fn-type")
-    return out + diff_saved_hooks(ref, got, ctx.strict)
+    return out + diff_saved_hooks(ref, got, ctx)
 
 
-def diff_saved_hooks(ref: CallObs, got: CallObs, strict: bool = False) -> list[str]:
+def diff_saved_hooks(ref: CallObs, got: CallObs, ctx: PairContext) -> list[Difference]:
     """Note [Saved-tensor hook contract] (generators/_saved_hooks.py): what was packed may
     differ from eager's; a packed tensor backward never unpacked, or an unpack of something no
     pack returned, is a broken promise where eager kept it. The pythonified file runs
-    torch.compile's graphs (`strict`): it must pack exactly as many tensors."""
+    torch.compile's graphs (`ctx.strict`): it must pack exactly as many tensors."""
     if ref.saved_hooks is None or got.saved_hooks is None or ref.raised or got.raised:
         return []
     (r_packed, r_never, r_foreign), (packed, never, foreign) = ref.saved_hooks, got.saved_hooks
     out = []
-    if strict and packed != r_packed:
-        out.append(f"saved-tensor hooks: {r_packed} tensors packed vs {packed}")
+
+    def broken(prop: str, expected: int, actual: int) -> None:
+        out.append(
+            ctx.diff(
+                "autograd", "saved_hooks", prop, expected=expected, actual=actual, note=str(packed)
+            )
+        )
+
+    if ctx.strict and packed != r_packed:
+        broken("packed", r_packed, packed)
     if never and not r_never:
-        out.append(f"saved-tensor hooks: {never} of {packed} packed tensors never unpacked")
+        broken("never_unpacked", r_never, never)
     if foreign and not r_foreign:
-        out.append(f"saved-tensor hooks: {foreign} unpacks of objects no pack returned")
+        broken("foreign_unpacks", r_foreign, foreign)
     return out
 
 
@@ -196,18 +282,28 @@ def _grad_list(
     got: list[TensorObs | None] | None,
     leaves: tuple[str, ...],
     ctx: PairContext,
-    what: str,
-) -> list[str]:
+    locus: str,
+    retained: frozenset[str] = frozenset(),
+) -> list[Difference]:
     if (ref is None) != (got is None):
-        return [f"{what}: ran {ref is not None} vs {got is not None}"]
+        return [
+            ctx.diff("grads", "backward", "ran", expected=ref is not None, actual=got is not None)
+        ]
     if ref is None or got is None:
         return []
     out = []
     for name, r, g in zip(leaves, ref, got, strict=True):
         if (r is None) != (g is None):
             out.append(
-                f"{what} of {name}: {'None' if r is None else 'a tensor'} vs "
-                f"{'None' if g is None else 'a tensor'}"
+                ctx.diff(
+                    "grads",
+                    locus,
+                    "presence",
+                    name=name,
+                    expected="None" if r is None else "a tensor",
+                    actual="None" if g is None else "a tensor",
+                    kind_detail="retained" if name in retained else "",
+                )
             )
         elif r is not None and g is not None:
             # by_design: grad-accumulation-order (torch.compile only; pythonify is bitwise).
@@ -216,26 +312,43 @@ def _grad_list(
             if d is None and not exact and ctx.exact and diff_tensor(r, g, exact=True):
                 excuse("grad-accumulation-order")
             if d:
-                out.append(f"{what} of {name}: {d}")
+                grad = ctx.tensor("grads", locus, d, name=name)
+                out.append(replace(grad, kind_detail="retained" if name in retained else ""))
     return out
 
 
-def diff_grads(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
+def _retained(call: CallObs) -> frozenset[str]:
+    """The arguments whose gradient the drive retained (retain_grad): those that are not
+    leaves -- a stale grad_fn shows in them, an unused output's zeros in leaves."""
+    return frozenset(n for n, t in call.inputs_after if not t.is_leaf)
+
+
+def diff_grads(ref: CallObs, got: CallObs, ctx: PairContext) -> list[Difference]:
+    """The grads oracle's per-call comparison."""
     if ref.leaves != got.leaves:
-        return [f"leaves {list(ref.leaves)} vs {list(got.leaves)}"]
-    out = _grad_list(ref.grads, got.grads, ref.leaves, ctx, "grad")
+        return [
+            ctx.diff("grads", "leaves", "names", expected=list(ref.leaves), actual=list(got.leaves))
+        ]
+    retained = _retained(ref)
+    out = _grad_list(ref.grads, got.grads, ref.leaves, ctx, "grad", retained)
     rs, gs = ref.second, got.second
     if isinstance(rs, ExcObs) or isinstance(gs, ExcObs):
         if not (isinstance(rs, ExcObs) and isinstance(gs, ExcObs)):
             r_txt = rs.short_type if isinstance(rs, ExcObs) else "no error"
             g_txt = gs.short_type if isinstance(gs, ExcObs) else "no error"
-            out.append(f"second backward: {r_txt} vs {g_txt}")
+            out.append(ctx.diff("grads", "second_backward", "raised", expected=r_txt, actual=g_txt))
         elif not gs.is_a(rs):
-            out.append(f"second backward raised {gs.short_type}, expected {rs.short_type}")
+            out.append(
+                ctx.diff(
+                    "grads", "second_backward", "type", expected=rs.short_type, actual=gs.short_type
+                )
+            )
     else:
-        out += _grad_list(rs, gs, ref.leaves, ctx, "grad after the second backward")
+        out += _grad_list(rs, gs, ref.leaves, ctx, "grad2", retained)
     if sorted(ref.hooks) != sorted(got.hooks):  # Note [Which hook order is promised]
-        out.append(f"hooks ran {list(ref.hooks)} vs {list(got.hooks)}")
+        out.append(
+            ctx.diff("grads", "hooks", "ran", expected=list(ref.hooks), actual=list(got.hooks))
+        )
     return out
 
 

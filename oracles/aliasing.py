@@ -6,6 +6,7 @@ inputs and other outputs must see it as in the reference."""
 from __future__ import annotations
 
 from pyfy_fuzz.observe import ProbeObs
+from pyfy_fuzz.schema.difference import CallRef, Difference
 
 from ._base import finding, merge, per_call
 from ._calls import diff_aliasing
@@ -21,21 +22,21 @@ __all__ = [
 NAME = "aliasing"
 
 
-def probe_diffs(ref: list[ProbeObs], got: list[ProbeObs]) -> list[str]:
+def probe_diffs(subject: str, ref: list[ProbeObs], got: list[ProbeObs]) -> list[Difference]:
+    """What sees a write into each output (the in-place probe), where neither side refused."""
     out = []
+    probe = CallRef("probe", probe="in-place")
     for r, g in zip(ref, got, strict=False):
         if r.raised is not None or g.raised is not None:
             continue  # the autograd oracle compares refusals
-        if r.changed_inputs != g.changed_inputs:
-            out.append(
-                f"writing into output {r.index} changed inputs {list(r.changed_inputs)} "
-                f"vs {list(g.changed_inputs)}"
-            )
-        if r.changed_outputs != g.changed_outputs:
-            out.append(
-                f"writing into output {r.index} changed outputs {list(r.changed_outputs)} "
-                f"vs {list(g.changed_outputs)}"
-            )
+        for prop, rs, gs in (
+            ("changed_inputs", list(r.changed_inputs), list(g.changed_inputs)),
+            ("changed_outputs", list(r.changed_outputs), list(g.changed_outputs)),
+        ):
+            if rs != gs:
+                out.append(
+                    Difference(NAME, subject, probe, "write", prop, r.index, expected=rs, actual=gs)
+                )
     return out
 
 
@@ -43,7 +44,7 @@ def check(ev: Evidence) -> list[Finding]:
     out = per_call(ev, NAME, diff_aliasing)
     for subject, ref, got, _ in ev.pairs():
         if isinstance(ref.mutation_probe, list) and isinstance(got.mutation_probe, list):
-            diffs = probe_diffs(ref.mutation_probe, got.mutation_probe)
+            diffs = probe_diffs(subject, ref.mutation_probe, got.mutation_probe)
             if diffs:
                 out.append(finding(ev, NAME, subject, diffs))
     return merge(out)

@@ -4,6 +4,9 @@ in-place probe: the same outputs must be refused, with the same error type)."""
 
 from __future__ import annotations
 
+from pyfy_fuzz.observe import ExcObs
+from pyfy_fuzz.schema.difference import CallRef, Difference
+
 from ._base import finding, merge, per_call
 from ._calls import PairContext, diff_autograd, probe_write_differs
 from .evidence import Evidence
@@ -17,6 +20,10 @@ __all__ = [
 NAME = "autograd"
 
 
+def _outcome(raised: ExcObs | None) -> str:
+    return f"refused ({raised.short_type})" if raised else "allowed"
+
+
 def check(ev: Evidence) -> list[Finding]:
     out = per_call(ev, NAME, diff_autograd)
     for subject, ref, got, exact in ev.pairs():
@@ -24,10 +31,18 @@ def check(ev: Evidence) -> list[Finding]:
         if not (isinstance(rp, list) and isinstance(gp, list)):
             continue
         ctx = PairContext(ev, subject, exact)
+        probe = CallRef("probe", probe="in-place")
         diffs = [
-            f"writing into output {r.index} in place: "
-            f"{'refused (' + r.raised.short_type + ')' if r.raised else 'allowed'} vs "
-            f"{'refused (' + g.raised.short_type + ')' if g.raised else 'allowed'}"
+            Difference(
+                NAME,
+                subject,
+                probe,
+                "write",
+                "allowed",
+                r.index,
+                expected=_outcome(r.raised),
+                actual=_outcome(g.raised),
+            )
             for r, g in zip(rp, gp, strict=False)
             if probe_write_differs(r, g, ctx)
         ]

@@ -8,11 +8,15 @@ error (plus a small floor) -- the rule of torch._dynamo.utils.same.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+from typing import Any
+
 import torch
 
 from pyfy_fuzz.observe import TensorObs, bitwise_equal
 
 __all__ = [
+    "TensorDiff",
     "diff_tensor",
     "values_close",
 ]
@@ -55,6 +59,17 @@ def _stride_differs(ref: TensorObs, got: TensorObs) -> bool:
     return any(a != b for a, b, n in zip(ref.stride, got.stride, ref.shape, strict=True) if n > 1)
 
 
+@dataclass(frozen=True)
+class TensorDiff:
+    """The first property in which two recorded tensors differ, both sides as JSON data
+    (schema.difference.TENSOR_PROPS); the caller says whose tensor it is."""
+
+    prop: str  # type | dtype | shape | stride | storage_offset | inner_names | values
+    expected: Any
+    actual: Any
+    inner: str = ""  # the subclass inner tensor it is of ("a", "a.b"), or ""
+
+
 def diff_tensor(
     ref: TensorObs,
     got: TensorObs,
@@ -63,38 +78,42 @@ def diff_tensor(
     ref64: TensorObs | None = None,
     offset: bool = False,
     strict_meta: bool = False,
-) -> str | None:
+) -> TensorDiff | None:
     """What differs between two recorded tensors (None: nothing), metadata before values.
 
     `strict_meta` (pythonify vs torch.compile) also compares strides of size-0/1 dims;
     `offset` compares storage offsets (for tensors that alias an input)."""
     if ref.type_name != got.type_name:
-        return f"type {ref.type_name} vs {got.type_name}"
+        return TensorDiff("type", ref.type_name, got.type_name)
     if ref.dtype != got.dtype:
-        return f"dtype {ref.dtype} vs {got.dtype}"
+        return TensorDiff("dtype", ref.dtype, got.dtype)
     if ref.shape != got.shape:
-        return f"shape {ref.shape} vs {got.shape}"
-    if strict_meta and ref.stride != got.stride:
-        return f"stride {ref.stride} vs {got.stride}"
-    if not strict_meta and _stride_differs(ref, got):
-        return f"stride {ref.stride} vs {got.stride}"
+        return TensorDiff("shape", list(ref.shape), list(got.shape))
+    if (strict_meta and ref.stride != got.stride) or (
+        not strict_meta and _stride_differs(ref, got)
+    ):
+        return TensorDiff("stride", _list(ref.stride), _list(got.stride))
     if (offset or strict_meta) and ref.offset != got.offset:
-        return f"storage offset {ref.offset} vs {got.offset}"
+        return TensorDiff("storage_offset", ref.offset, got.offset)
     if ref.inner or got.inner:
         names = [a for a, _ in ref.inner]
         if names != [a for a, _ in got.inner]:
-            return f"inner tensors {names} vs {[a for a, _ in got.inner]}"
+            return TensorDiff("inner_names", names, [a for a, _ in got.inner])
         ref64_inner = dict(ref64.inner) if ref64 is not None else {}
         for (a, x), (_, y) in zip(ref.inner, got.inner, strict=True):
             d = diff_tensor(x, y, exact=exact, ref64=ref64_inner.get(a), strict_meta=strict_meta)
             if d is not None:
-                return f"inner tensor {a}: {d}"
+                return replace(d, inner=f"{a}.{d.inner}" if d.inner else a)
         return None
     if ref.values is not None and got.values is not None:
         r64 = ref64.values if ref64 is not None else None
         if not values_close(ref.values, got.values, exact, r64):
-            return f"values differ: expected {_brief(ref.values)}, got {_brief(got.values)}"
+            return TensorDiff("values", _brief(ref.values), _brief(got.values))
     return None
+
+
+def _list(stride: tuple[int, ...] | None) -> list[int] | None:
+    return None if stride is None else list(stride)
 
 
 def _brief(t: torch.Tensor) -> str:

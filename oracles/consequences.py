@@ -41,80 +41,71 @@ pythonified file's findings are separate bugs by construction (`_torch_alone`).
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
+
+from pyfy_fuzz.schema.difference import Difference, describe
 
 from .evidence import Evidence
 from .finding import Finding
 
 __all__ = ["fold"]
 
-# The per-call lines of the outputs, mutation and autograd oracles (_calls.py writes them).
-_OUTPUT_LINE = re.compile(r"^call (\d+): output (\d+): ")
-_INPUT_LINE = re.compile(r"^call (\d+): input (\w+) after the call: ")
-_AUTOGRAD_LINE = re.compile(r"^call \d+: output \d+\.(is_leaf|requires_grad) ")
-_VALUES = ": values differ"
-_VERSION_LINE = re.compile(r"^call (\d+): input (\w+)(?:\._base)?: version counter ")
-_ANY_INPUT_LINE = re.compile(r"^call (\d+): input ([\w.]+) after the call: ")
-_SAVED_LINE = "backward through tensors saved before the call"
 
-
-def _lines(f: Finding) -> list[str]:
-    """A finding's difference lines (the explanation's "  - " items)."""
-    return [ln[4:] for ln in f.explanation.splitlines() if ln.startswith("  - ")]
+def _plan(f: Finding, locus: str) -> list[Difference]:
+    """`f`'s differences at `locus` in the plan's calls."""
+    return [d for d in f.differences if d.locus == locus and d.call.kind == "plan"]
 
 
 def _folded(cause: Finding, echo: Finding) -> Finding:
-    extra = "\n".join(f"  - ({echo.oracle}) {ln}" for ln in _lines(echo))
+    extra = "\n".join(f"  - ({d.oracle}) {describe(d)}" for d in echo.differences[:6])
     return replace(
         cause,
         explanation=cause.explanation + ("\n" + extra if extra else ""),
         consequences=(*cause.consequences, (echo.oracle, echo.aspect), *echo.consequences),
+        differences=cause.differences + echo.differences,
     )
 
 
 def _echoes_mutation(ev: Evidence, subject: str, outputs: Finding, mutation: Finding) -> bool:
-    """Every line of `outputs` is about an output the reference returned as an argument that
-    `mutation` says differs after the same call, or is a values difference in a call where an
-    argument's values differ."""
+    """Every difference of `outputs` is about an output the reference returned as an argument
+    that `mutation` says differs after the same call, or is a values difference in a call
+    where an argument's values differ."""
     ref = next(r for s, r, _, _ in ev.pairs() if s == subject)
-    differing = {(int(m[1]), m[2]) for ln in _lines(mutation) if (m := _INPUT_LINE.match(ln))}
-    wrong_values = {
-        int(m[1]) for ln in _lines(mutation) if (m := _INPUT_LINE.match(ln)) and _VALUES in ln
-    }
-    lines = _lines(outputs)
-    for ln in lines:
-        m = _OUTPUT_LINE.match(ln)
-        if m is None:
+    inputs = _plan(mutation, "input")
+    differing = {(d.call.index, d.name) for d in inputs}
+    wrong_values = {d.call.index for d in inputs if d.prop == "values"}
+    for d in outputs.differences:
+        if d.locus != "output" or d.call.kind != "plan" or d.index is None:
             return False
-        call, index = int(m[1]), int(m[2])
-        if call in wrong_values and _VALUES in ln:
+        call = d.call.index
+        if call in wrong_values and d.prop == "values":
             continue
         if call >= len(ref.calls):
             return False
-        alias = [a for a in ref.calls[call].aliasing if a.index == index]
+        alias = [a for a in ref.calls[call].aliasing if a.index == d.index]
         if not alias or not any((call, name) in differing for name in alias[0].is_input):
             return False
-    return bool(lines)
+    return bool(outputs.differences)
 
 
 def _echoes_write(versions: Finding, mutation: Finding) -> bool:
-    """Every line of `versions` is about an argument whose value `mutation` says differs
+    """Every difference of `versions` is about an argument whose value `mutation` says differs
     after the same call (a view argument and its `_base` are one counter), or is the saved
     probe's, in a case where an argument differs."""
-    differing = {
-        (int(m[1]), m[2].split(".")[0])
-        for ln in _lines(mutation)
-        if (m := _ANY_INPUT_LINE.match(ln))
-    }
-    lines = _lines(versions)
-    for ln in lines:
-        if ln.startswith(_SAVED_LINE) and differing:
+    differing = {(d.call.index, d.name.split(".")[0]) for d in _plan(mutation, "input")}
+    for d in versions.differences:
+        if d.locus == "saved_probe" and differing:
             continue
-        m = _VERSION_LINE.match(ln)
-        if m is None or (int(m[1]), m[2]) not in differing:
+        if d.locus != "version" or d.call.kind != "plan":
             return False
-    return bool(lines)
+        if (d.call.index, d.name.split(".")[0]) not in differing:
+            return False
+    return bool(versions.differences)
+
+
+def _moves_leafness(autograd: Finding) -> bool:
+    """An output's is_leaf or requires_grad differs in a plan call."""
+    return any(d.prop in ("is_leaf", "requires_grad") for d in _plan(autograd, "output"))
 
 
 def fold(ev: Evidence, found: list[Finding]) -> list[Finding]:
@@ -138,7 +129,7 @@ def fold(ev: Evidence, found: list[Finding]) -> list[Finding]:
             out[out.index(mutation)] = _folded(mutation, versions)
             out.remove(versions)
         autograd, grads = of("autograd"), of("grads")
-        if autograd and grads and any(_AUTOGRAD_LINE.match(ln) for ln in _lines(autograd)):
+        if autograd and grads and _moves_leafness(autograd):
             out[out.index(autograd)] = _folded(autograd, grads)
             out.remove(grads)
     return out

@@ -27,10 +27,11 @@ pythonify-divergence.cudagraph.c7666e0d9adb, a false alarm).
 from __future__ import annotations
 
 from pyfy_fuzz.observe import CallObs, TensorObs
+from pyfy_fuzz.schema.difference import CallRef, Difference
 
 from ._base import comparable_calls, finding
 from .by_design import excuse
-from .compare import diff_tensor
+from .compare import TensorDiff, diff_tensor
 from .evidence import Evidence
 from .finding import Finding
 
@@ -45,12 +46,13 @@ NAME = "cudagraph"
 OVERWRITTEN = "accessing tensor output of CUDAGraphs that has been overwritten"
 
 
-def _changed_later(call: CallObs) -> dict[int, str]:
-    """Output index -> what changed between the return and the end of the run."""
-    changed: dict[int, str] = {}
+def _changed_later(call: CallObs) -> dict[int, TensorDiff]:
+    """Output index -> what changed between the return and the end of the run (prop
+    "unreadable": reading it raised, the message as the actual side)."""
+    changed: dict[int, TensorDiff] = {}
     for j, (now, later) in enumerate(zip(call.outputs, call.outputs_later or [], strict=False)):
         if isinstance(later, str) and later.startswith("<unreadable"):
-            changed[j] = later
+            changed[j] = TensorDiff("unreadable", "readable", later)
         elif isinstance(now, TensorObs) and isinstance(later, TensorObs):
             d = diff_tensor(now, later, exact=True, strict_meta=True)
             if d:
@@ -73,15 +75,23 @@ def check(ev: Evidence) -> list[Finding]:
                     subject == "torch.compile"
                     and ev.device == "cuda"
                     and ev.mode == "reduce-overhead"
-                    and what.startswith("<unreadable")
-                    and OVERWRITTEN in what
+                    and what.prop == "unreadable"
+                    and OVERWRITTEN in str(what.actual)
                     and excuse("cudagraph-overwritten-output")
                 ):
                     continue
-                ref_name = "eager" if subject == "torch.compile" else "torch.compile"
                 diffs.append(
-                    f"output {j} of call {i} changed after later calls ({what}); "
-                    f"in {ref_name} it kept its values"
+                    Difference(
+                        NAME,
+                        subject,
+                        CallRef("plan", i),
+                        "later",
+                        what.prop,
+                        j,
+                        inner=what.inner,
+                        expected=what.expected,
+                        actual=what.actual,
+                    )
                 )
         if diffs:
             out.append(finding(ev, NAME, subject, diffs))
@@ -109,12 +119,24 @@ def _skips(ev: Evidence) -> list[Finding]:
     skipped = {k: v["skipped"] for k, v in runners.items() if v.get("skipped")}
     captured = any(v.get("captures") for v in runners.values())
     if torch_skips and not skipped and captured:
-        diff = (
+        prop, expected, actual = "torch_skipped", torch_skips, 0
+        note = (
             f"torch ran {torch_skips} graph(s) without CUDA graphs; the file captured every graph"
         )
     elif skipped and not torch_skips:
         why = "; ".join(f"{k}: {v}" for k, v in sorted(skipped.items()))
-        diff = f"the file ran graphs without CUDA graphs ({why}); torch skipped none"
+        prop, expected, actual = "file_skipped", 0, len(skipped)
+        note = f"the file ran graphs without CUDA graphs ({why}); torch skipped none"
     else:
         return []
-    return [finding(ev, NAME, "pythonify", [diff], aspect="cudagraph skip")]
+    d = Difference(
+        NAME,
+        "pythonify",
+        CallRef("plan", 0),
+        "cudagraph_skip",
+        prop,
+        expected=expected,
+        actual=actual,
+        note=note,
+    )
+    return [finding(ev, NAME, "pythonify", [d])]

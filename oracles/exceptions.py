@@ -10,9 +10,10 @@ torch.compile itself crashed are skipped: that crash is already torch.compile's 
 from __future__ import annotations
 
 from pyfy_fuzz.observe import ExcObs, SubjectObs
+from pyfy_fuzz.schema.difference import CallRef, Difference
 
-from ._base import finding, reference_name
-from ._calls import raise_difference
+from ._base import finding
+from ._calls import exc_facts, raise_difference
 from .by_design import refused_by_design
 from .evidence import Evidence
 from .finding import Finding
@@ -21,13 +22,28 @@ from .versions import net_noop_backward_error
 __all__ = [
     "NAME",
     "check",
+    "raise_diff",
 ]
 
 NAME = "exceptions"
 
 
-def _txt(e: ExcObs) -> str:
-    return f"{e.short_type} in {e.phase}: {e.message}"
+def raise_diff(
+    oracle: str, subject: str, call: CallRef, how: str, ref: ExcObs | None, got: ExcObs | None
+) -> Difference:
+    """The difference of a call that raised otherwise than its reference (`how`:
+    raise_difference's word), recording the exception that identifies it: the subject's, or
+    the reference's where the subject returned."""
+    if how == "returned":
+        assert ref is not None
+        return Difference(oracle, subject, call, "exception", "returned", exc=exc_facts(ref))
+    assert got is not None
+    if how == "raised":
+        return Difference(oracle, subject, call, "exception", "raised", exc=exc_facts(got))
+    assert ref is not None
+    return Difference(
+        oracle, subject, call, "exception", "other", exc=exc_facts(got), ref_exc=exc_facts(ref)
+    )
 
 
 def check(ev: Evidence) -> list[Finding]:
@@ -35,69 +51,35 @@ def check(ev: Evidence) -> list[Finding]:
     errors, each call, the probes); each arm is a few lines and they share the pair's locals."""
     out: list[Finding] = []
     for subject, ref, got, _ in ev.pairs():
-        refname = reference_name(subject)
         if got.setup_error is not None:
             if ref.setup_error is None and not refused_by_design(subject, got.setup_error):
-                e = got.setup_error
-                out.append(
-                    finding(
-                        ev,
-                        NAME,
-                        subject,
-                        [f"{subject} failed to compile: {_txt(e)}"],
-                        kind="crash",
-                        exc=e,
-                    )
-                )
+                d = raise_diff(NAME, subject, CallRef("setup"), "raised", None, got.setup_error)
+                out.append(finding(ev, NAME, subject, [d], kind="crash", exc=d.exc))
             continue
         for i, (r, g) in enumerate(zip(ref.calls, got.calls, strict=False)):
             if subject == "pythonify" and ev.eager.calls[i].raised is None and r.raised is not None:
                 continue  # torch.compile crashed here; that is its finding, not pythonify's
             how = raise_difference(r.raised, g.raised)
+            if how is None:
+                continue
             if how == "raised" and g.raised is not None and refused_by_design(subject, g.raised):
                 break
-            if how == "raised" and g.raised is not None:
-                e = g.raised
-                crash = subject == "torch.compile" or ev.eager.calls[i].raised is None
-                out.append(
-                    finding(
-                        ev,
-                        NAME,
-                        subject,
-                        [f"call {i}: raised {_txt(e)}; {refname} did not"],
-                        kind="crash" if crash else None,
-                        exc=e,
-                    )
-                )
+            if how == "returned" and subject == "torch.compile" and net_noop_backward_error(r, g):
                 break
-            if how == "returned" and r.raised is not None:
-                if subject == "torch.compile" and net_noop_backward_error(r, g):
-                    break
-                out.append(
-                    finding(
-                        ev,
-                        NAME,
-                        subject,
-                        [f"call {i}: returned; {refname} raised {_txt(r.raised)}"],
-                        exc=r.raised,
-                    )
-                )
-                break
-            if how == "other" and r.raised is not None and g.raised is not None:
-                out.append(
-                    finding(
-                        ev,
-                        NAME,
-                        subject,
-                        [f"call {i}: raised {_txt(g.raised)}; {refname} raised {_txt(r.raised)}"],
-                        exc=g.raised,
-                    )
-                )
-                break
-        probe = _probe_calls(ref, got, refname)
-        if probe is not None and not (probe[0] and refused_by_design(subject, probe[2])):
-            crash, text, exc = probe
-            out.append(finding(ev, NAME, subject, [text], kind="crash" if crash else None, exc=exc))
+            d = raise_diff(NAME, subject, CallRef("plan", i), how, r.raised, g.raised)
+            crash = how == "raised" and (
+                subject == "torch.compile" or ev.eager.calls[i].raised is None
+            )
+            out.append(finding(ev, NAME, subject, [d], kind="crash" if crash else None, exc=d.exc))
+            break
+        probe = _probe_calls(subject, ref, got)
+        if probe is not None and not (
+            probe.prop == "raised" and refused_by_design(subject, _raised(got, probe))
+        ):
+            crash = probe.prop == "raised"
+            out.append(
+                finding(ev, NAME, subject, [probe], kind="crash" if crash else None, exc=probe.exc)
+            )
     return out
 
 
@@ -109,14 +91,22 @@ def _probe_call(obs: SubjectObs) -> list[ExcObs | None]:
     ]
 
 
-def _probe_calls(ref: SubjectObs, got: SubjectObs, refname: str) -> tuple[bool, str, ExcObs] | None:
+def _raised(obs: SubjectObs, d: Difference) -> ExcObs:
+    """The subject's exception in the probe call `d` names."""
+    k = ("in-place", "version", "saved").index(d.call.probe)
+    e = _probe_call(obs)[k]
+    assert e is not None
+    return e
+
+
+def _probe_calls(subject: str, ref: SubjectObs, got: SubjectObs) -> Difference | None:
     """The probes call the subject again -- beyond the plan's calls, where CUDA-graph replays
-    happen -- so their calls raising is compared like any call's: (crash?, text, exception)."""
+    happen -- so their calls raising is compared like any call's."""
     if ref.mutation_probe is None or got.mutation_probe is None:
         return None  # probes not run (eager's reproducibility run, the float64 reference)
     if any(c.raised is not None for c in ref.calls):
         return None  # the program raises: the plan's calls judged it, errors may move phase
-    names = ("in-place probe", "version probe", "saved probe")
+    names = ("in-place", "version", "saved")
     for what, r, g in zip(names, _probe_call(ref), _probe_call(got), strict=True):
         if g is not None and g.short_type == "PythonifyGuardError":
             # The probe wrote into the outputs (a returned buffer or argument may now require
@@ -124,10 +114,6 @@ def _probe_calls(ref: SubjectObs, got: SubjectObs, refname: str) -> tuple[bool, 
             # its contract, as on the guards oracle's variant call.
             continue
         how = raise_difference(r, g)
-        if how == "raised" and g is not None:
-            return True, f"{what} call: raised {_txt(g)}; {refname} did not", g
-        if how == "returned" and r is not None:
-            return False, f"{what} call: returned; {refname} raised {_txt(r)}", r
-        if how == "other" and r is not None and g is not None:
-            return False, f"{what} call: raised {_txt(g)}; {refname} raised {_txt(r)}", g
+        if how is not None:
+            return raise_diff(NAME, subject, CallRef("probe", probe=what), how, r, g)
     return None

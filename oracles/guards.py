@@ -17,23 +17,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 
 from pyfy_fuzz.observe import CallObs, SubjectObs
+from pyfy_fuzz.schema.difference import CallRef, Difference
 from pyfy_fuzz.schema.spec import variant_tokens
 
 from ._base import finding
 from ._calls import (
     PairContext,
+    at_call,
     diff_aliasing,
     diff_grads,
     diff_inputs,
     diff_outputs,
+    exc_facts,
     raise_difference,
 )
 from .by_design import refused_by_design
 from .evidence import Evidence
+from .exceptions import raise_diff
 from .finding import Finding
-from .identity import aspect_of
+from .identity import REUSED_ALIASING
 from .versions import diff_versions
 
 __all__ = [
@@ -41,24 +46,19 @@ __all__ = [
     "NAME",
     "REUSED_ALIASING",
     "check",
+    "later_aspect",
 ]
 
 NAME = "guards"
 GUARD_ERROR = "PythonifyGuardError"
 
 
-# The per-call comparisons a variant call gets, by the oracle that makes them on plan calls;
-# inputs first: a returned argument that differs is the argument's difference (Note
-# [Consequences] in consequences.py); version counters last.
-_COMPARISONS = (
-    ("mutation", diff_inputs),
-    ("outputs", diff_outputs),
-    ("aliasing", diff_aliasing),
-    ("grads", diff_grads),
-    # last: a counter that did not move is often the echo of a guard missing (the stale
-    # values come first), and a version difference the plan calls show too would hide it
-    ("versions", diff_versions),
-)
+# The per-call comparisons a variant call gets, in the order its first difference is chosen
+# (each names the oracle that makes it on plan calls); inputs first: a returned argument
+# that differs is the argument's difference (Note [Consequences] in consequences.py); version
+# counters last: a counter that did not move is often the echo of a guard missing (the stale
+# values come first), and a version difference the plan calls show too would hide it.
+_COMPARISONS = (diff_inputs, diff_outputs, diff_aliasing, diff_grads, diff_versions)
 
 # Note [Variant-call identity]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -87,31 +87,41 @@ _COMPARISONS = (
 # grads difference under an autograd cause), and the variant's other lines are its echoes
 # (an output that is the argument only in the variant's aliasing). (Seen: a 0-d argument's
 # "shape" variant, which repeats call 0, saved T3's gradient echo as a second entry.)
-REUSED_ALIASING = "variant call (aliasing): ran on the graph compiled for other aliasing"
 
 
-def _diffs(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
-    return [d for _, d in _oracle_diffs(ref, got, ctx)]
-
-
-def _oracle_diffs(ref: CallObs, got: CallObs, ctx: PairContext) -> list[tuple[str, str]]:
-    return [(name, d) for name, fn in _COMPARISONS for d in fn(ref, got, ctx)]
+def _diffs(ref: CallObs, got: CallObs, ctx: PairContext) -> list[Difference]:
+    return [d for fn in _COMPARISONS for d in fn(ref, got, ctx)]
 
 
 def _plan_aspects(ev: Evidence) -> set[tuple[str, str]]:
     """(oracle, aspect) of every difference torch.compile shows on the plan's calls."""
     ctx = PairContext(ev, "torch.compile", ev.compile_exact)
     return {
-        (oracle, aspect_of(d))
+        (d.oracle, d.aspect)
         for r, g in zip(ev.eager.calls, ev.compiled.calls, strict=False)
         if r.raised is None and g.raised is None
-        for oracle, d in _oracle_diffs(r, g, ctx)
+        for d in _diffs(r, g, ctx)
     }
 
 
-def _label(index: int | None, variant: str | None) -> str:
-    """How a difference names the call: the plan's variant call, or call k of its sequence."""
-    return f"{'variant call' if index is None else f'sequence call {index}'} ({variant}"
+def _call_ref(index: int | None, call: CallObs, *, accepted: bool = False) -> CallRef:
+    """The plan's variant call (index None) or call `index` of its sequence, as differences
+    name it."""
+    return CallRef(
+        "variant" if index is None else "sequence",
+        0 if index is None else index,
+        relation=call.variant or "",
+        recompiled=call.recompiled,
+        accepted=accepted,
+    )
+
+
+def later_aspect(d: Difference) -> str:
+    """A guards finding's aspect: which later call (its relationships: Note [Call
+    relationships]) and what differs in it -- a graph reused for inputs it was meant to serve
+    is identified per symptom and per relationship (Note [Variant-call identity])."""
+    kind = "variant call" if d.call.kind == "variant" else "sequence call"
+    return f"{kind} ({d.call.relation}): {d.aspect}"
 
 
 def _aliasing_only(variant: str | None) -> bool:
@@ -123,25 +133,19 @@ def _aliasing_only(variant: str | None) -> bool:
 def _compiled_variant(ev: Evidence, e: CallObs, c: CallObs, index: int | None) -> list[Finding]:
     """torch.compile's variant call against eager's, identified as Note [Variant-call
     identity] says."""
-    called = f"{_label(index, e.variant)}{', recompiled' if c.recompiled else ''})"
+    called = _call_ref(index, c)
     how = raise_difference(e.raised, c.raised)
-    pairs: list[tuple[str, str]] = []
-    kind: str | None = None
     if how == "raised" and c.raised is not None and refused_by_design("torch.compile", c.raised):
         return []
-    if how in ("raised", "returned"):
-        what = c.raised.short_type if c.raised else "returned"
-        exp = e.raised.short_type if e.raised else "returned"
-        diffs = [f"{called}: {what}; eager {exp}"]
-        exc, kind = (c.raised or e.raised), ("crash" if e.raised is None else None)
-    elif how == "other" and e.raised is not None and c.raised is not None:
-        diffs = [f"{called}: raised {c.raised.short_type}; eager raised {e.raised.short_type}"]
-        exc = c.raised
+    if how is not None:
+        d = raise_diff(NAME, "torch.compile", called, how, e.raised, c.raised)
+        diffs, exc = [d], d.exc
+        kind = "crash" if how == "raised" else None
     elif e.raised is None:
-        pairs = _oracle_diffs(e, c, PairContext(ev, "torch.compile", ev.compile_exact))
-        if pairs and (pairs[0][0], aspect_of(pairs[0][1])) in _plan_aspects(ev):
+        diffs = at_call(_diffs(e, c, PairContext(ev, "torch.compile", ev.compile_exact)), called)
+        if diffs and (diffs[0].oracle, diffs[0].aspect) in _plan_aspects(ev):
             return []
-        diffs, exc = [f"{called}: {d}" for _, d in pairs], None
+        exc, kind = None, None
     else:
         return []
     if not diffs:
@@ -152,9 +156,8 @@ def _compiled_variant(ev: Evidence, e: CallObs, c: CallObs, index: int | None) -
     if exc is not None:
         return [finding(ev, NAME, "torch.compile", diffs, kind=kind, exc=exc)]
     if c.recompiled:
-        oracle, first = pairs[0]
-        return [finding(ev, oracle, "torch.compile", diffs, aspect=aspect_of(first))]
-    return [finding(ev, NAME, "torch.compile", diffs)]
+        return [finding(ev, diffs[0].oracle, "torch.compile", diffs)]
+    return [finding(ev, NAME, "torch.compile", diffs, aspect=later_aspect(diffs[0]))]
 
 
 def _agrees_with_compile(ev: Evidence, c: CallObs | None, p: CallObs) -> bool:
@@ -200,7 +203,6 @@ def _check_call(ev: Evidence, index: int | None) -> list[Finding]:
         return out
     ref = ev.file_reference
     c = _nth(ref, index)  # from here on, the file against the compile it models
-    called = _label(index, e.variant)
     if p.raised is not None and p.raised.short_type == GUARD_ERROR:
         return out
     if p.raised is not None:
@@ -208,35 +210,54 @@ def _check_call(ev: Evidence, index: int | None) -> list[Finding]:
             return out
         if c is not None and c.raised is not None and p.raised.is_a(c.raised):
             return out  # torch.compile raises the same there: its bug, reported above
-        diffs = [
-            f"{called}): raised {p.raised.short_type}: {p.raised.message}; expected {GUARD_ERROR}"
-        ]
-        out.append(finding(ev, NAME, "pythonify", diffs, kind="guard-unsound", exc=p.raised))
+        d = Difference(
+            NAME,
+            "pythonify",
+            _call_ref(index, e),
+            "exception",
+            "not_guard",
+            exc=exc_facts(p.raised),
+            expected=GUARD_ERROR,
+        )
+        out.append(finding(ev, NAME, "pythonify", [d], kind="guard-unsound", exc=d.exc))
         return out
+    accepted = _call_ref(index, e, accepted=True)
     if e.raised is not None:
-        diffs = [f"{called}): returned; eager raised {e.raised.short_type}"]
+        diffs = [raise_diff(NAME, "pythonify", accepted, "returned", e.raised, None)]
     else:
         # Compared with eager, the truth for inputs the compile never saw.
-        diffs = [
-            f"{called}) accepted by the file's guards: {d}"
-            for d in _diffs(e, p, PairContext(ev, "torch.compile", ev.compile_exact))
-        ]
+        ctx = PairContext(ev, "torch.compile", ev.compile_exact)
+        diffs = [replace(d, subject="pythonify") for d in at_call(_diffs(e, p, ctx), accepted)]
     if diffs and _agrees_with_compile(ev, c, p):
         return out  # the file does what torch.compile does; its divergence is reported above
     if diffs:
-        out.append(finding(ev, NAME, "pythonify", diffs, kind="guard-unsound"))
+        out.append(
+            finding(
+                ev, NAME, "pythonify", diffs, kind="guard-unsound", aspect=later_aspect(diffs[0])
+            )
+        )
     elif c is not None and c.recompiled and ref.setup_error is None:
         # Right values, but a guard torch has is missing from the file (guard parity) -- on
         # an input the file's graph reads: Dynamo also guards inputs it only passes through.
         guarded = _names(ev.pythonified.extra.get("guarded_inputs", ()))
         failed = sorted(_failed_names(c.recompile_reasons) & guarded)
         if failed:
-            diffs = [
-                f"{called}): torch.compile's guards rejected the inputs "
+            note = (
+                f"torch.compile's guards rejected the inputs "
                 f"({'; '.join(c.recompile_reasons)[:200]}); the file's accepted them, "
                 f"expected {GUARD_ERROR} (it guards {', '.join(failed)})"
-            ]
-            out.append(finding(ev, NAME, "pythonify", diffs, kind="pythonify-divergence"))
+            )
+            d = Difference(
+                NAME,
+                "pythonify",
+                accepted,
+                "guard",
+                "parity",
+                expected=GUARD_ERROR,
+                actual="accepted",
+                note=note,
+            )
+            out.append(finding(ev, NAME, "pythonify", [d], kind="pythonify-divergence"))
     return out
 
 

@@ -29,25 +29,34 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyfy_fuzz.schema.difference import Difference, describe, differences_of
 from pyfy_fuzz.schema.finding import identity_type
+
+from .groups import group_of
 
 __all__ = [
     "PENDING",
+    "REUSED_ALIASING",
     "SEVERITIES",
     "KnownBug",
     "KnownBugs",
-    "aspect_of",
     "difference_of",
+    "difference_severity",
+    "differences_of",
     "identity_type",
     "normalise_message",
     "severity_of",
     "title_of",
+    "worst_difference",
 ]
 
 # A coarse key being shrunk right now: every finding with it counts as known meanwhile.
 PENDING = "pending"
+# The aspect of every symptom of a graph reused for other aliasing (Note [Variant-call
+# identity] in guards.py): a guard on aliasing is missing, and the next such input gets wrong
+# values silently, whatever this one showed.
+REUSED_ALIASING = "variant call (aliasing): ran on the graph compiled for other aliasing"
 
-_CALL_PREFIX = re.compile(r"^call \d+: ")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _PATH = re.compile(r"(/[\w.\-]+){2,}")
 # Value names of generated programs (a0 argument, p0 parameter, b0 buffer, v3 intermediate)
@@ -67,7 +76,6 @@ _HEADLINE_MIN = 20
 _SIZE_EXPR = re.compile(r"\(?\bN\b\)?(?:\s*(?:\*\*|//|[*+/-])\s*\(?\bN\b\)?)+")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(\.\d+)?(e-?\d+)?(?![\w])")
 _NUM_LIST = re.compile(r"[\[(]\s*(?:N\s*,\s*)*N?\s*,?\s*[\])]")
-_FLOAT_LIST = re.compile(r"\[(?:[^\[\]]*)\]")
 _SPACES = re.compile(r"\s+")
 # Dynamo re-raises an error of running a node on fake tensors as TorchRuntimeError(... got
 # RuntimeError('the real message')): the real message is the identity.
@@ -110,22 +118,6 @@ def normalise_message(message: str) -> str:
 def _fx_name(m: re.Match[str]) -> str:
     """primals_1 -> primals_N, arg0_1 -> argN_N (dtypes such as float64 do not match)."""
     return re.sub(r"\d+", "N", m.group(0))
-
-
-def aspect_of(difference: str) -> str:
-    """The aspect of one difference line of an oracle: which thing differs (output N's
-    values, input <arg> after the call, output N.requires_grad, ...), with the call index,
-    values, shapes and names taken out; the reference's side of an "X vs Y" kept (it says
-    which way metadata went wrong)."""
-    text = _CALL_PREFIX.sub("", difference.strip())
-    text = text.split(": expected ", 1)[0]
-    text = text.split(" vs ", 1)[0]
-    text = _HEX.sub("0x?", text)
-    text = _PROGRAM_NAME.sub(lambda k: _PROGRAM_NAMES[k.group(1)], text)
-    text = _FLOAT_LIST.sub("[...]", text)
-    text = _NUMBER.sub("N", text)
-    text = _NUM_LIST.sub("[...]", text)
-    return _SPACES.sub(" ", text).strip()[:120]
 
 
 @dataclass(frozen=True)
@@ -192,61 +184,114 @@ SEVERITIES = {
     3: "autograd metadata, aliasing or error-handling differences "
     "(requires_grad, _base, version, a missing error)",
     4: "seq_nr mapping",
-    5: "other",
+    5: "other (torch's own refusals: 'does not yet handle', 'not supported')",
 }
 _CRASH_KINDS = ("crash", "interpreter-crash", "hang", "harness-error")
-_VALUE_ORACLES = ("outputs", "mutation", "grads", "cudagraph", "guards")
-_METADATA_WORDS = ("stride", "storage offset", "structure", "second backward", "leaves")
+# Where a difference is a value a user computes with (a tensor's values, shape, dtype, type,
+# a gradient or hook that is there or not)...
+_VALUE_LOCI = ("output", "input", "grad", "grad2", "later")
+_VALUE_PROPS = (
+    "values",
+    "shape",
+    "dtype",
+    "type",
+    "inner_names",
+    "presence",
+    "tensor",
+    "value",
+    "unreadable",
+)
+# ... and the loci whose every difference is one: whether backward ran, which hooks ran.
+_VALUE_WHOLE = ("backward", "hooks")
+
+
+def difference_severity(d: Difference) -> int:
+    """1..5 (SEVERITIES) of one difference, from its fields: wrong values beat metadata
+    (strides, storage offsets, autograd facts, aliasing, version counters, error handling),
+    which beat the seq_nr mapping."""
+    if d.locus == "seq_nr":
+        return 4
+    if d.locus in _VALUE_WHOLE or (d.locus in _VALUE_LOCI and d.prop in _VALUE_PROPS):
+        return 1
+    return 3
 
 
 def severity_of(finding: Mapping[str, Any]) -> int:
-    """1..5 (SEVERITIES) from a finding's (or case.json's) kind, oracle and aspect; the
-    worst of it and of the findings folded into it (Note [Consequences])."""
-    own = _severity(finding)
-    folded = [
-        _severity({"kind": finding.get("kind"), "oracle": o, "aspect": a})
-        for o, a in finding.get("consequences") or ()
-    ]
-    return min([own, *folded])
-
-
-def _severity(finding: Mapping[str, Any]) -> int:
-    kind, oracle = finding.get("kind"), finding.get("oracle")
-    aspect = str(finding.get("aspect") or "")
+    """1..5 (SEVERITIES) from a finding's (or case.json's) kind and differences: the worst of
+    its own and of those folded into it (Note [Consequences]), since one bug is as bad as
+    its worst consequence."""
+    kind = finding.get("kind")
+    if group_of(finding) == "refusal":
+        return 5  # torch says it does not handle the program: counted apart, not a crash
     if kind in _CRASH_KINDS:
         return 2
-    if oracle == "seq_nr":
-        return 4
-    if kind == "guard-unsound":
+    if kind == "guard-unsound" or finding.get("aspect") == REUSED_ALIASING:
         return 1
-    if oracle in _VALUE_ORACLES and not finding.get("exc_type"):
-        if oracle == "guards" and kind == "pythonify-divergence" and "accepted" not in aspect:
-            return 3  # guard parity: a guard torch has is missing, the values were right
-        return 3 if any(w in aspect for w in _METADATA_WORDS) else 1
-    if oracle in ("aliasing", "autograd", "exceptions", "guards"):
-        return 3
-    return 5
+    diffs = differences_of(finding)
+    return min((difference_severity(d) for d in diffs), default=5)
 
 
-# "<what differs from the reference>", per oracle.
-_ORACLE_PHRASE = {
-    "outputs": "output values differ from {ref}",
-    "mutation": "input mutations differ from {ref}",
-    "aliasing": "output aliasing differs from {ref}",
-    "autograd": "autograd metadata differs from {ref}",
-    "grads": "gradients differ from {ref}",
-    "cudagraph": "outputs change after later calls (CUDA graphs), unlike {ref}",
-    "guards": "differs from {ref} on a call that breaks its guards",
+def worst_difference(finding: Mapping[str, Any]) -> Difference | None:
+    """The difference a title names: the most severe, the first of equals."""
+    diffs = differences_of(finding)
+    return min(diffs, key=difference_severity) if diffs else None
+
+
+# "<what differs from the reference>", per locus of the worst difference.
+_LOCUS_PHRASE = {
+    "output": "an output's {what} from {ref}",
+    "structure": "the output structure differs from {ref}",
+    "input": "an input's {what} after the call (input mutation), unlike {ref}",
+    "inputs": "which inputs have a _base after the call differs from {ref}",
+    "grad": "gradients differ from {ref}",
+    "grad2": "gradients after a second backward differ from {ref}",
+    "backward": "whether backward runs differs from {ref}",
+    "second_backward": "the second backward raises differently from {ref}",
+    "leaves": "which arguments are leaves differs from {ref}",
+    "hooks": "the hooks that run differ from {ref}",
+    "saved_hooks": "saved-tensor hooks' promises are broken, unlike {ref}",
+    "grad_mode": "the grad mode after the call differs from {ref}",
+    "version": "version counters move differently from {ref}",
+    "write": "writing into an output in place behaves differently from {ref}",
+    "version_probe": "backward after a version bump behaves differently from {ref}",
+    "saved_probe": "backward through tensors saved before the call behaves differently from {ref}",
+    "later": "outputs change after later calls (CUDA graphs), unlike {ref}",
     "seq_nr": "the backward's seq_nr mapping differs from {ref}",
-    "exceptions": "raises differently from {ref}",
+    "cudagraph_skip": "runs CUDA graphs where {ref} does not, or the reverse",
+    "exception": "raises differently from {ref}",
+    "guard": "lacks a guard {ref} has",
+}
+_OUTPUT_FACT_WORDS = {
+    "requires_grad": "requires_grad",
+    "is_leaf": "is_leaf",
+    "is_inference": "is_inference",
+    "grad_fn": "grad_fn",
+    "is_input": "aliasing (which input it is)",
+    "base": "aliasing (_base)",
+    "shares_inputs": "aliasing (storage shared with inputs)",
+    "shares_outputs": "aliasing (storage shared with outputs)",
 }
 
 
-def title_of(finding: Mapping[str, Any], backend: str | None, mode: str | None = None) -> str:
-    """A one-line bug title: who, under what, and the identity in words, e.g.
-    "torch.compile (aot_eager): gradients differ from eager (grad of <arg>: values differ)"."""
+def _what(d: Difference) -> str:
+    """What differs, with its verb: "values differ", "is_leaf differs"."""
+    if d.locus == "output" and d.prop in _OUTPUT_FACT_WORDS:
+        return _OUTPUT_FACT_WORDS[d.prop] + " differs"
+    if d.prop == "values":
+        return "values differ"
+    return d.prop.replace("_", " ") + " differs"
+
+
+def title_of(
+    finding: Mapping[str, Any], backend: str | None, mode: str | None = None, device: str = "cpu"
+) -> str:
+    """A one-line bug title: who, under what, and the worst difference in words, e.g.
+    "torch.compile (aot_eager): gradients differ from eager (grad of <arg>)". A mode the
+    backend ignores is left out (aot_eager on CPU runs no CUDA graphs)."""
     subject, kind = str(finding.get("subject", "?")), finding.get("kind")
     oracle, exc = str(finding.get("oracle", "")), finding.get("exc_type")
+    if backend == "aot_eager" and device != "cuda":
+        mode = None  # torch.compile ignores mode= under aot_eager; only cudagraphs honours it
     compiled = subject in ("torch.compile", "pythonify", "torch.compile-warm") and backend
     who = f"{subject} ({backend}{', ' + mode if mode else ''})" if compiled else subject
     ref = "torch.compile" if subject == "pythonify" else "eager"
@@ -257,20 +302,26 @@ def title_of(finding: Mapping[str, Any], backend: str | None, mode: str | None =
         return f"{who}: hangs (outlived the case timeout)"
     if kind == "harness-error":
         return "pyfy-fuzz itself raises" + (f" {exc}" if exc else " an error")
+    worst = worst_difference(finding)
+    later = worst is not None and worst.call.later
+    where = " on a call that breaks its guards" if later or oracle == "guards" else ""
+    if kind == "crash" and group_of(finding) == "refusal":
+        return f"{who}: refuses the program{where} (torch's own words): {message}"[:200]
     if kind == "crash":
-        where = " on a call that breaks its guards" if oracle == "guards" else ""
         what = f"raises {exc}" if exc else "crashes"
         return f"{who}: {what}{where} where {ref} runs" + (f": {message}" if message else "")[:200]
     if kind == "guard-unsound":
-        return f"{who}: guards accept inputs it was not compiled for"
-    phrase = _ORACLE_PHRASE.get(oracle, "differs from {ref} under the " + oracle + " oracle")
-    detail = f"{exc}: {message}" if exc and message else str(finding.get("aspect") or "")
-    return f"{who}: {phrase.format(ref=ref)}" + (f" ({detail})" if detail else "")[:200]
+        return f"{who}: guards accept inputs it was not compiled for" + (
+            f" ({worst.aspect})" if worst is not None else ""
+        )
+    if worst is None:
+        return f"{who}: differs from {ref} under the {oracle} oracle"
+    phrase = _LOCUS_PHRASE[worst.locus].format(what=_what(worst), ref=ref)
+    detail = f"{exc}: {message}" if exc and message else worst.aspect
+    return f"{who}: {phrase}{where}" + (f" ({detail})" if detail else "")[:200]
 
 
-def difference_of(explanation: str) -> str:
-    """The first difference line of an oracle's explanation ("  - call 0: ...")."""
-    for line in explanation.splitlines():
-        if line.startswith("  - "):
-            return line[4:].strip()[:300]
-    return explanation.strip().splitlines()[0][:300] if explanation.strip() else ""
+def difference_of(finding: Mapping[str, Any]) -> str:
+    """The first difference in words (case.json's "difference"), from the data."""
+    diffs = differences_of(finding)
+    return describe(diffs[0])[:300] if diffs else str(finding.get("difference") or "")[:300]

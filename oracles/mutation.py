@@ -6,6 +6,8 @@ partitioner's choice of saved tensors differs by design (by_design: partitioner-
 
 from __future__ import annotations
 
+from pyfy_fuzz.schema.difference import CallRef, Difference
+
 from ._base import finding, merge, per_call
 from ._calls import diff_inputs
 from .by_design import excuse
@@ -39,15 +41,15 @@ def check(ev: Evidence) -> list[Finding]:
         if (r == "ok") != (g == "ok"):
             if subject == "torch.compile" and excuse("partitioner-saved-tensors"):
                 continue
-            out.append(
-                finding(
-                    ev,
-                    NAME,
-                    subject,
-                    [
-                        "backward after bumping the arguments' version counters: "
-                        f"expected {_probe_text(r)}, got {_probe_text(g)}"
-                    ],
-                )
+            probe = CallRef("probe", probe="version")
+            d = Difference(
+                NAME,
+                subject,
+                probe,
+                "version_probe",
+                "outcome",
+                expected=_probe_text(r),
+                actual=_probe_text(g),
             )
+            out.append(finding(ev, NAME, subject, [d]))
     return merge(out)

@@ -19,17 +19,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pyfy_fuzz.schema.difference import CallRef, Difference
+
 from ._base import finding
 from .evidence import Evidence
 from .finding import Finding
-from .identity import aspect_of
 
 __all__ = [
     "NAME",
     "check",
     "file_vs_compile",
     "invariants",
-    "mapping_kind",
+    "unmapped_class",
     "order_vs_eager",
 ]
 
@@ -40,37 +41,57 @@ def _table(nodes: tuple[Any, ...]) -> dict[str, int]:
     return {n.name: n.seq_nr for n in nodes if n.seq_nr is not None}
 
 
-def file_vs_compile(ev: Evidence) -> list[str]:
+def _diff(subject: str, prop: str, note: str, kind_detail: str = "", **kw: Any) -> Difference:
+    """A seq_nr difference: `prop` is the mapping kind it breaks, `note` the nodes in words."""
+    return Difference(
+        NAME, subject, CallRef("plan", 0), "seq_nr", prop, kind_detail=kind_detail, note=note, **kw
+    )
+
+
+def file_vs_compile(ev: Evidence) -> list[Difference]:
     if ev.file_seq_nr is None or ev.fx_meta is None:
         return []
     diffs = []
     torch_graphs = set(ev.fx_meta)
     file_graphs = set(ev.file_seq_nr)
     if torch_graphs != file_graphs:
+        note = f"graphs with seq_nr: torch {sorted(torch_graphs)} vs file {sorted(file_graphs)}"
         diffs.append(
-            f"graphs with seq_nr: torch {sorted(torch_graphs)} vs file {sorted(file_graphs)}"
+            _diff(
+                "pythonify",
+                "graphs",
+                note,
+                expected=sorted(torch_graphs),
+                actual=sorted(file_graphs),
+            )
         )
     for g in sorted(torch_graphs & file_graphs):
         want, have = _table(ev.fx_meta[g]), ev.file_seq_nr[g]
         wrong = [n for n in want if have.get(n) != want[n]] + [n for n in have if n not in want]
         if wrong:
             n = wrong[0]
-            diffs.append(
+            note = (
                 f"{g} graph: node {n} has seq_nr {have.get(n)} in the file, "
                 f"{want.get(n)} in torch's graph"
                 + (f" ({len(wrong)} nodes differ)" if len(wrong) > 1 else "")
             )
+            diffs.append(
+                _diff("pythonify", "file_seq_nr", note, expected=want.get(n), actual=have.get(n))
+            )
         acc_want = sorted(x.name for x in ev.fx_meta[g] if x.is_gradient_acc)
         acc_have = sorted((ev.file_grad_acc or {}).get(g, []))
         if acc_want != acc_have:
-            diffs.append(
+            note = (
                 f"{g} graph: gradient-accumulation nodes {acc_have} in the file, "
                 f"{acc_want} in torch's"
+            )
+            diffs.append(
+                _diff("pythonify", "file_grad_acc", note, expected=acc_want, actual=acc_have)
             )
     return diffs
 
 
-def invariants(fx_meta: dict[str, tuple[Any, ...]]) -> list[str]:
+def invariants(fx_meta: dict[str, tuple[Any, ...]]) -> list[Difference]:
     fw, bw = fx_meta.get("forward"), fx_meta.get("backward")
     if fw is None or bw is None:
         return []
@@ -79,25 +100,30 @@ def invariants(fx_meta: dict[str, tuple[Any, ...]]) -> list[str]:
     diffs = []
     for n in fw:
         if n.is_gradient_acc:
-            diffs.append(f"forward node {n.name} ({n.target}) is marked as gradient accumulation")
+            note = f"forward node {n.name} ({n.target}) is marked as gradient accumulation"
+            diffs.append(_diff("torch.compile", "forward_grad_acc", note))
     unmapped = []
     for n in bw:
         if n.is_gradient_acc or not n.autograd_backward:
             continue
         if n.seq_nr is None or n.seq_nr < 0:
-            diffs.append(f"backward node {n.name} ({n.target}) has no seq_nr ({n.seq_nr})")
+            note = f"backward node {n.name} ({n.target}) has no seq_nr ({n.seq_nr})"
+            diffs.append(_diff("torch.compile", "no_seq_nr", note))
         elif n.seq_nr not in forward_seq:
             unmapped.append(n)
     if unmapped:
         seqs = sorted({n.seq_nr for n in unmapped})
         names = ", ".join(f"{n.name} ({n.target})" for n in unmapped[:4])
         in_fn = sum(n.custom_function for n in unmapped)
-        diffs.append(
+        note = (
             f"{len(unmapped)} backward nodes name no forward node: {names}"
             f"{', ...' if len(unmapped) > 4 else ''}; seq_nr {seqs} is in neither the forward "
             "graph nor the recomputed nodes, and they are not marked is_gradient_acc"
             + (f"; {in_fn} of them traced from {_IN_FUNCTION}" if in_fn else "")
         )
+        targets = [str(n.target) for n in unmapped[:4]]
+        kind = unmapped_class(targets, bool(in_fn))
+        diffs.append(_diff("torch.compile", "unmapped", note, kind, actual=len(unmapped)))
     return diffs
 
 
@@ -114,7 +140,7 @@ def _op_name(target: str) -> str:
     return _norm(parts[1] if parts[0] == "aten" and len(parts) > 1 else parts[0])
 
 
-def order_vs_eager(ev: Evidence) -> list[str]:
+def order_vs_eager(ev: Evidence) -> list[Difference]:
     """Sorted by seq_nr, eager's backward nodes name the forward ops in the order they ran;
     the compiled backward's seq_nr groups, mapped to their forward nodes, must name the same
     ops in the same order. Compared only when eager's nodes are all plain aten backward nodes
@@ -172,25 +198,13 @@ def order_vs_eager(ev: Evidence) -> list[str]:
             # by, so its place in the order cannot be judged.
             continue
         if not any(eager_op in op or op in eager_op for op in ops):
-            return [
+            note = (
                 f"by seq_nr, backward group {k} of the compiled graph maps to forward "
                 f"{sorted(ops)}; eager's {k}-th backward node is {node_name} "
                 f"(eager order: {[n for _, n, _ in names]})"
-            ]
+            )
+            return [_diff("torch.compile", "order", note, expected=node_name, actual=sorted(ops))]
     return []
-
-
-# The seq_nr mapping kinds: which rule a difference breaks names the bug, not which nodes of
-# this program broke it (Note [Bug identity] in identity.py).
-_KINDS = (
-    ("graphs with seq_nr", "graphs with seq_nr differ"),
-    ("in the file", "a node's seq_nr differs from torch's"),
-    ("gradient-accumulation nodes", "gradient-accumulation nodes differ"),
-    ("is marked as gradient accumulation", "a forward node is marked as gradient accumulation"),
-    ("has no seq_nr", "a backward node has no seq_nr"),
-    ("name no forward node", "backward nodes name no forward node"),
-    ("by seq_nr, backward group", "the backward order by seq_nr differs from eager's"),
-)
 
 
 # Ops whose unmapped backward nodes come from view replay (regenerated views, synthetic
@@ -200,29 +214,22 @@ _VIEW_OPS = re.compile(
     r"diagonal|alias|_unsafe_view|unfold|narrow|split|chunk|new_empty_strided|\w+_scatter|"
     r"\w+_backward|\w+_copy)\b"
 )
-_TARGETS = re.compile(r"\(([\w.]+)\)")
 _IN_FUNCTION = "a custom autograd.Function's backward"
 
 
-def mapping_kind(difference: str) -> str:
-    """The seq_nr mapping kind a difference line shows; for unmapped backward nodes, also
-    which kind of op they are (view replay, effect tokens, compute): the program's node names
-    are not the bug, but the kind of node that lost its forward node tells causes apart."""
-    kind = next((kind for key, kind in _KINDS if key in difference), None)
-    if kind is None:
-        return aspect_of(difference)
-    if kind != "backward nodes name no forward node":
-        return kind
-    if _IN_FUNCTION in difference:
-        # Whatever the nodes compute (effect tokens of a print, views, math), a custom
-        # Function's backward runs its body before its node exists: one cause.
-        return f"{kind} (custom autograd.Function backward)"
-    targets = _TARGETS.findall(difference.split(";", 1)[0])
+def unmapped_class(targets: list[str], in_function: bool) -> str:
+    """Which kind of op the backward nodes that name no forward node are (UNMAPPED_CLASSES in
+    schema/difference.py): the program's node names are not the bug, but the kind of node
+    that lost its forward node tells causes apart. Whatever the nodes compute (effect tokens
+    of a print, views, math), a custom Function's backward runs its body before its node
+    exists: one cause."""
+    if in_function:
+        return "custom autograd.Function backward"
     if any("with_effects" in t or "token" in t for t in targets):
-        return f"{kind} (effect tokens)"
+        return "effect tokens"
     if any(_VIEW_OPS.fullmatch(t.rsplit(".", 1)[0] if t.count(".") > 1 else t) for t in targets):
-        return f"{kind} (view replay)"
-    return f"{kind} (compute)"
+        return "view replay"
+    return "compute"
 
 
 def check(ev: Evidence) -> list[Finding]:
@@ -232,9 +239,9 @@ def check(ev: Evidence) -> list[Finding]:
     if ev.compiled.setup_error is None:
         diffs = invariants(ev.fx_meta) + order_vs_eager(ev)
         if diffs:
-            out.append(finding(ev, NAME, "torch.compile", diffs, aspect=mapping_kind(diffs[0])))
+            out.append(finding(ev, NAME, "torch.compile", diffs))
     if ev.pythonified is not None and ev.pythonified.setup_error is None:
         diffs = file_vs_compile(ev)
         if diffs:
-            out.append(finding(ev, NAME, "pythonify", diffs, aspect=mapping_kind(diffs[0])))
+            out.append(finding(ev, NAME, "pythonify", diffs))
     return out

@@ -12,6 +12,7 @@ the call is then seen as modified (Note [Version counters]).
 from __future__ import annotations
 
 from pyfy_fuzz.observe import CallObs, ExcObs, SubjectObs
+from pyfy_fuzz.schema.difference import CallRef, Difference
 
 from ._base import finding, merge, per_call
 from ._calls import PairContext
@@ -44,7 +45,7 @@ NAME = "versions"
 # is what autograd's check needs).
 
 
-def diff_versions(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
+def diff_versions(ref: CallObs, got: CallObs, ctx: PairContext) -> list[Difference]:
     """Inputs whose counter moved in one subject and not in the other."""
     if ref.versions_moved is None or got.versions_moved is None:
         return []
@@ -55,14 +56,14 @@ def diff_versions(ref: CallObs, got: CallObs, ctx: PairContext) -> list[str]:
         kept = [n for n in missed if n in ref.unchanged]
         if kept and excuse("net-noop-mutation-version"):
             missed = [n for n in missed if n not in kept]
-    out = [f"input {n}: version counter not bumped by the call (mutated)" for n in missed]
+    out = [ctx.diff(NAME, "version", "moved", name=n, expected=True, actual=False) for n in missed]
     extra = sorted(g - r)
     if ref.unchanged is not None and ctx.subject == "torch.compile":
         # eager wrote the input without moving its counter (BatchNorm's running stats, an
         # in-kernel update): the compiled copy_ that bumps it is what autograd needs; eager's
         # quirk, not torch.compile's bug
         extra = [n for n in extra if n in ref.unchanged]
-    out += [f"input {n}: version counter bumped by the call (not mutated)" for n in extra]
+    out += [ctx.diff(NAME, "version", "moved", name=n, expected=False, actual=True) for n in extra]
     return out
 
 
@@ -107,15 +108,14 @@ def check(ev: Evidence) -> list[Finding]:
         if (r == "ok") != (g == "ok"):
             if subject == "torch.compile" and r != "ok" and _net_noop(ref, got):
                 continue  # excused: the plan calls show why eager's counter alone moved
-            out.append(
-                finding(
-                    ev,
-                    NAME,
-                    subject,
-                    [
-                        "backward through tensors saved before the call: "
-                        f"expected {_text(r)}, got {_text(g)}"
-                    ],
-                )
+            d = Difference(
+                NAME,
+                subject,
+                CallRef("probe", probe="saved"),
+                "saved_probe",
+                "outcome",
+                expected=_text(r),
+                actual=_text(g),
             )
+            out.append(finding(ev, NAME, subject, [d]))
     return merge(out)

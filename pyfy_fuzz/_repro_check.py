@@ -2,11 +2,12 @@
 
 Note [One check]
 ~~~~~~~~~~~~~~~~
-A finding's first difference line (its explanation's first "  - ..." line, e.g. "call 1:
-output 0: values differ: expected [...]") names what differs and in which call. `read_check`
-turns it into a `Check`: which calls run (the plan's calls up to the one that differs; then the
-variant call, for the guards oracle; or instead one fresh call without backward, for the
-in-place and version probes, as pyfy_fuzz.observe makes them), how far backward runs, the
+A finding's first Difference (Note [Differences are data] in schema/difference.py) names what
+differs and in which call, as fields. `read_check` turns it into a `Check`: which calls run
+(the plan's calls up to the one that differs; then the variant call and the sequence's calls
+up to the one that differs, for a later call; or instead one fresh call without backward,
+for the in-place, version and saved probes, as pyfy_fuzz.observe makes them), how far
+backward runs, the
 expression observe() returns (over `out`, `args` and `fn`), and how the two sides' results
 compare:
 
@@ -20,9 +21,14 @@ compare:
 - presence: None or not (a gradient, a grad_fn);
 - later: an output of an earlier call re-read after the later calls (CUDA-graph replays);
 - seq_nr: the node metadata of the graphs AOTAutograd hands a recording backend;
-- runs: an interpreter crash or a hang -- the process dying is the repro.
+- runs: an interpreter crash or a hang -- the process dying is the repro (every call the
+  drive made: the plan's, the variant and the sequence);
+- guard: the file must refuse a later call's inputs where torch.compile recompiled for them
+  (guard parity): what each side raises, the file's PythonifyGuardError expected;
+- skips: how many graphs ran without CUDA graphs, torch's count against the file's.
 
-A line it cannot read falls back to comparing every output's values.
+Every locus has its check; a finding without differences (an entry of an older format) is
+refused with a message naming `pyfy-fuzz migrate`, never checked on something else.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from generators.source import no_retain
+from pyfy_fuzz.schema.difference import Difference, describe
 from pyfy_fuzz.schema.spec import OutSpec, ProgramSpec, variant_tokens
 
 
@@ -39,7 +46,7 @@ from pyfy_fuzz.schema.spec import OutSpec, ProgramSpec, variant_tokens
 class Check:
     """What a repro compares; see Note [One check]."""
 
-    compare: str  # raises | values | equal | presence | later | seq_nr | runs
+    compare: str  # raises | values | equal | presence | later | seq_nr | runs | guard | skips
     label: str  # what differs, in words, for the verdict line
     fact: str = ""  # what observe() returns; for seq_nr: invariants | grad_acc | order | file
     calls: int = 1  # the plan's calls that run (seeds 0..calls-1)
@@ -53,28 +60,28 @@ class Check:
     before: str = ""  # a line run right before each call (what the fact compares against)
 
 
-_CALL = re.compile(r"^call (\d+): ")
-_VARIANT = re.compile(
-    r"^(variant call|sequence call (\d+)) \(([\w+]+)(, recompiled)?\)"
-    r"( accepted by the file's guards)?: "
-)
-# "raised X in call: ...; eager did not", "returned; eager raised X",
-# "BackendCompilerFailed(RuntimeError); eager returned" (the guards oracle's variant call)
-_RAISES = re.compile(r"^(raised |returned|[\w.]+(\(\w+\))?; eager (returned|raised))")
-_PROBE = re.compile(r"^(in-place|version|saved) probe call: ")
 # The seed of each probe's fresh call, after the plan's calls (pyfy_fuzz.observe).
-_PROBE_SEED = {"in-place": 0, "write": 0, "version": 1, "saved": 2}
-# The end of a "raised" line whose reference ran: "...; eager did not", "X; eager returned".
-_REFERENCE_RAN = re.compile(r"; (eager|torch\.compile) (did not|returned)$")
+_PROBE_SEED = {"in-place": 0, "version": 1, "saved": 2}
 
 
-def first_difference(finding: dict[str, Any]) -> str:
-    """The first "  - ..." line of the explanation: the aspect, with the program's names."""
-    explanation = str(finding.get("explanation") or "")
-    for line in explanation.splitlines():
-        if line.startswith("  - "):
-            return line[4:].strip()
-    return str(finding.get("difference") or explanation.strip())
+def first_difference(finding: dict[str, Any]) -> Difference:
+    """The difference a finding is identified by, or ValueError for one that records none
+    (a case.json of format 4 or older: `pyfy-fuzz migrate` re-runs it)."""
+    diffs = finding.get("differences") or ()
+    if not diffs:
+        raise ValueError(
+            f"the finding {finding.get('signature', '')!r} records no differences "
+            "(an entry of an older format: run `pyfy-fuzz migrate`)"
+        )
+    return Difference.from_dict(diffs[0])
+
+
+def difference_line(finding: dict[str, Any]) -> str:
+    """The first difference in words, with the program's names (the verdict's header)."""
+    try:
+        return describe(first_difference(finding))
+    except ValueError:
+        return str(finding.get("difference") or "")
 
 
 def read_check(spec: ProgramSpec, finding: dict[str, Any]) -> Check:
@@ -114,65 +121,79 @@ def retains_grads(spec: ProgramSpec) -> bool:
 
 
 def _read_check(spec: ProgramSpec, finding: dict[str, Any]) -> Check:
-    kind, oracle, plan = finding["kind"], finding["oracle"], spec.plan
-    line = first_difference(finding)
+    kind, plan = finding["kind"], spec.plan
     bw = "first" if plan.backward else ""
+    later = plan.variant is not None
+    sequence = len(plan.sequence) if later else 0
     if kind in ("interpreter-crash", "hang"):
-        return Check("runs", kind, calls=plan.calls, variant=plan.variant is not None, backward=bw)
+        return Check("runs", kind, calls=plan.calls, variant=later, sequence=sequence, backward=bw)
     if kind == "harness-error":
-        return Check("raises", "what each side raises", calls=plan.calls, backward=bw)
-    if oracle == "seq_nr":
-        return _seq_nr_check(spec, finding, line)
-    if m := re.match(r"output (\d+) of call (\d+) changed", line):
-        out, call = int(m.group(1)), int(m.group(2))
-        label = f"output {out} of call {call} changed after the later calls"
-        return Check("later", label, calls=plan.calls, snapshot=(call, out), backward=bw)
-    calls, variant, sequence, rest = plan.calls, False, 0, line
-    if m := _VARIANT.match(line):
-        variant, rest = plan.variant is not None, line[m.end() :]
-        if m[2] is not None:
-            sequence = min(int(m[2]) + 1, len(plan.sequence)) if variant else 0
-    elif m := _CALL.match(line):
-        calls, rest = int(m.group(1)) + 1, line[m.end() :]
-    ran = bool(_REFERENCE_RAN.search(rest))
-    if m := _PROBE.match(rest):  # the probe's own call raised: once more after the plan's
-        seed = plan.calls + _PROBE_SEED[m.group(1)]
-        return Check("raises", "what each side raises", probe_seed=seed, reference_runs=ran)
-    if _RAISES.match(rest) or " failed to compile" in rest:
         return Check(
             "raises",
             "what each side raises",
-            calls=calls,
-            variant=variant,
+            calls=plan.calls,
+            variant=later,
             sequence=sequence,
             backward=bw,
-            reference_runs=ran,
         )
-    fact = _read_fact(spec, rest)
-    if fact is None:  # a difference this module cannot read: every output's values
-        return Check("values", f"the outputs ({rest[:60]})", "out", calls, variant, sequence)
-    check = Check(
+    d = first_difference(finding)
+    if d.locus == "seq_nr":
+        return _seq_nr_check(spec, d)
+    if d.locus == "later":
+        label = f"output {d.index} of call {d.call.index} changed after the later calls"
+        snapshot = (d.call.index, d.index or 0)
+        return Check("later", label, calls=plan.calls, snapshot=snapshot, backward=bw)
+    if d.locus == "cudagraph_skip":
+        return Check("skips", "which graphs ran without CUDA graphs", "out", calls=plan.calls)
+    where = _placed(spec, d)
+    if d.call.kind == "probe":
+        seed = plan.calls + _PROBE_SEED[d.call.probe]
+        if d.locus == "exception":  # the probe's own call raised: once more after the plan's
+            ran = d.prop == "raised"
+            return Check("raises", "what each side raises", probe_seed=seed, reference_runs=ran)
+        fact = _read_fact(spec, d)
+        return Check(fact.compare, fact.label, fact.fact, probe_seed=seed, before=fact.before)
+    if d.locus == "exception":
+        return Check(
+            "raises",
+            "what each side raises",
+            backward=bw,
+            reference_runs=d.prop == "raised",
+            **where,
+        )
+    if d.locus == "guard":
+        label = "whether the file's guards refuse the later call's inputs"
+        return Check("guard", label, backward=bw, **where)
+    fact = _read_fact(spec, d)
+    return Check(
         fact.compare,
         fact.label,
         fact.fact,
-        calls,
-        variant,
-        sequence,
         backward=fact.backward,
         before=fact.before,
+        grad_mode=fact.grad_mode,
+        **where,
     )
-    if fact.probe:  # the probes call once more, on fresh inputs, after the plan's calls
-        seed = plan.calls + _PROBE_SEED[fact.probe]
-        return Check(fact.compare, fact.label, fact.fact, probe_seed=seed, before=fact.before)
-    return replace(check, grad_mode=fact.grad_mode)
 
 
-def _seq_nr_check(spec: ProgramSpec, finding: dict[str, Any], line: str) -> Check:
+def _placed(spec: ProgramSpec, d: Difference) -> dict[str, Any]:
+    """Which calls run for a difference in `d.call`: the plan's up to it, or all of them and
+    the later calls up to the one that differs."""
+    plan = spec.plan
+    if d.call.kind == "plan":
+        return {"calls": d.call.index + 1, "variant": False, "sequence": 0}
+    if d.call.kind == "setup":
+        return {"calls": 1, "variant": False, "sequence": 0}
+    variant = plan.variant is not None
+    sequence = min(d.call.index + 1, len(plan.sequence)) if d.call.kind == "sequence" else 0
+    return {"calls": plan.calls, "variant": variant, "sequence": sequence if variant else 0}
+
+
+def _seq_nr_check(spec: ProgramSpec, d: Difference) -> Check:
     """Under Dynamo the backward compiles with the forward (force_non_lazy_backward_lowering,
     as pyfy-fuzz compiles); aot_function compiles it at the first backward."""
-    how = "order" if line.startswith("by seq_nr") else "invariants"
-    how = "grad_acc" if "marked as gradient accumulation" in line else how
-    how = "file" if finding["subject"] == "pythonify" else how
+    how = {"order": "order", "forward_grad_acc": "grad_acc"}.get(d.prop, "invariants")
+    how = "file" if d.subject == "pythonify" else how
     bw = "first" if spec.plan.frontend == "aot" else ""
     return Check("seq_nr", "the seq_nr mapping", fact=how, backward=bw)
 
@@ -188,103 +209,103 @@ class _Fact:
     before: str = ""  # Check.before
 
 
-def _read_fact(spec: ProgramSpec, rest: str) -> _Fact | None:
-    """A per-call difference ("output 0.requires_grad True vs False", "grad of a0: ...")."""
-    if m := re.match(r"output (\d+)\.(requires_grad|is_leaf|is_inference) ", rest):
-        j, attr = int(m.group(1)), m.group(2)
-        return _Fact("equal", f"output {j}.{attr}", f"{leaf(spec, j)}.{attr}")
-    if m := re.match(r"output (\d+)\.grad_fn ", rest):
-        j = int(m.group(1))
-        return _Fact("presence", f"output {j}.grad_fn", f"{leaf(spec, j)}.grad_fn")
-    if m := re.match(r"output (\d+) is input ", rest):
-        fact = f'[f"a{{i}}" for i, a in enumerate(args) if a is {_tensor(spec, int(m[1]))}]'
-        return _Fact("equal", f"which arguments output {m[1]} is", fact)
-    if m := re.match(r"output (\d+)\._base: ", rest):
-        fact = f"base_of({_tensor(spec, int(m[1]))}, args, tensors)"
-        return _Fact("equal", f"output {m[1]}._base", fact)
-    if m := re.match(r"output (\d+) shares storage with (inputs|outputs) ", rest):
-        k, t = int(m[1]), _tensor(spec, int(m[1]))
-        fact = (
-            f"sharing({t}, args)"
-            if m[2] == "inputs"
-            else f"[j for j in sharing({t}, tensors) if j != {k}]"
-        )
-        return _Fact("equal", f"the {m[2]} output {k} shares storage with", fact)
-    if m := re.match(r"writing into output (\d+) in place: ", rest):
-        label = f"whether autograd lets output {m[1]} be written in place"
-        return _Fact("raises", label, f"write_into({_tensor(spec, int(m[1]))})", probe="write")
-    if m := re.match(r"writing into output (\d+) changed ", rest):
-        fact = f"seen_by_write({_tensor(spec, int(m[1]))}, args, tensors)"
-        return _Fact("equal", f"what sees a write into output {m[1]}", fact, probe="write")
-    if re.match(r"input \S+: version counter ", rest):
+def _read_fact(spec: ProgramSpec, d: Difference) -> _Fact:  # noqa: C901 -- one arm a locus
+    """The fact a repro compares for a difference at `d.locus`."""
+    loc, p = d.locus, d.prop
+    if loc == "output":
+        j = d.index or 0
+        if p in ("requires_grad", "is_leaf", "is_inference"):
+            return _Fact("equal", f"output {j}.{p}", f"{leaf(spec, j)}.{p}")
+        if p == "grad_fn":
+            return _Fact("presence", f"output {j}.grad_fn", f"{leaf(spec, j)}.grad_fn")
+        if p == "is_input":
+            fact = f'[f"a{{i}}" for i, a in enumerate(args) if a is {_tensor(spec, j)}]'
+            return _Fact("equal", f"which arguments output {j} is", fact)
+        if p == "base":
+            fact = f"base_of({_tensor(spec, j)}, args, tensors)"
+            return _Fact("equal", f"output {j}._base", fact)
+        if p in ("shares_inputs", "shares_outputs"):
+            t = _tensor(spec, j)
+            fact = (
+                f"sharing({t}, args)"
+                if p == "shares_inputs"
+                else f"[k for k in sharing({t}, tensors) if k != {j}]"
+            )
+            return _Fact("equal", f"the {p[7:]} output {j} shares storage with", fact)
+        return _tensor_fact(leaf(spec, j), f"output {j}", d)
+    if loc == "write":
+        j = d.index or 0
+        if p == "allowed":
+            label = f"whether autograd lets output {j} be written in place"
+            return _Fact("raises", label, f"write_into({_tensor(spec, j)})")
+        fact = f"seen_by_write({_tensor(spec, j)}, args, tensors)"
+        return _Fact("equal", f"what sees a write into output {j}", fact)
+    if loc == "version":
         label = "which arguments' version counters the call moved"
         return _Fact("equal", label, "moved(args, before)", before="before = versions(args)")
-    if rest.startswith("backward through tensors saved before the call"):
+    if loc == "saved_probe":
         label = "whether backward refuses tensors saved before the call"
-        fact = "backward_saved(saved)"
-        return _Fact("raises", label, fact, probe="saved", before="saved = save_products(args)")
-    if rest.startswith("backward after bumping"):
+        return _Fact("raises", label, "backward_saved(saved)", before="saved = save_products(args)")
+    if loc == "version_probe":
         label = "whether backward refuses arguments whose version counter moved"
-        return _Fact("raises", label, "bumped_backward(out, args)", probe="version")
-    return _read_more(spec, rest)
+        return _Fact("raises", label, "bumped_backward(out, args)")
+    if loc == "input":
+        return _tensor_fact(_named(d.name), f"input {d.name} after the call", d)
+    if loc in ("grad", "grad2"):
+        what = f"grad of {d.name}" + (" after the second backward" if loc == "grad2" else "")
+        grad = _tensor_fact(f"{_named(d.name)}.grad", what, d)
+        return replace(grad, backward="second" if loc == "grad2" else "first")
+    return _whole_call_fact(loc)
 
 
-def _read_more(spec: ProgramSpec, rest: str) -> _Fact | None:
-    if rest.startswith("output structure "):
+def _whole_call_fact(loc: str) -> _Fact:
+    """The facts of a call as a whole (no output, input or gradient named)."""
+    if loc == "structure":
         return _Fact("equal", "the output structure", "tree_structure(out)")
-    if rest.startswith("grad mode after the call "):
+    if loc == "grad_mode":
         return _Fact("equal", "the grad mode after the call", "grad_mode", grad_mode=True)
-    if rest.startswith("inputs after the call: "):
+    if loc == "inputs":
         fact = "[a._base is not None for a in args if isinstance(a, torch.Tensor)]"
         return _Fact("equal", "which arguments have a _base after the call", fact)
-    if rest.startswith("second backward"):
+    if loc == "second_backward":
         return _Fact("raises", "what the second backward raises", "second", "second-outcome")
-    if rest.startswith("leaves "):
+    if loc == "leaves":
         fact = (
             '[f"a{i}" for i, a in enumerate(args) if getattr(a, "requires_grad", 0) and a.is_leaf]'
         )
         return _Fact("equal", "which arguments are leaves requiring grad", fact, "first")
-    if rest.startswith("grad: ran "):
+    if loc == "backward":
         fact = "[o.requires_grad for o in tree_leaves(out) if isinstance(o, torch.Tensor)]"
         return _Fact("equal", "which outputs require grad (whether backward runs)", fact)
-    if m := re.match(r"output (\d+): ", rest):
-        j = int(m[1])
-        return _tensor_fact(leaf(spec, j), f"output {j}", rest[m.end() :])
-    if m := re.match(r"input (\S+) after the call: ", rest):
-        return _tensor_fact(_named(m[1]), f"input {m[1]} after the call", rest[m.end() :])
-    if rest.startswith("saved-tensor hooks: "):  # Note [Saved-tensor hook contract]
+    if loc == "saved_hooks":  # Note [Saved-tensor hook contract]
         label = "whether a packed tensor was never unpacked, or an unpack got what no pack made"
         fact = "[n > 0 for n in saved_hooks_summary()[1:]]"
         return _Fact("equal", label, fact, "first", before="SAVED_LOG.clear()")
-    if rest.startswith("hooks ran "):
+    if loc == "hooks":
         return _Fact("equal", "the hooks that ran (any order)", "sorted(take_hook_log())", "first")
-    if m := re.match(r"grad( after the second backward)? of (\S+): ", rest):
-        what = f"grad of {m[2]}" + (" after the second backward" if m[1] else "")
-        grad = _tensor_fact(f"{_named(m[2])}.grad", what, rest[m.end() :])
-        return replace(grad, backward="second" if m[1] else "first")
-    return None
+    raise ValueError(f"no repro check for a difference at {loc!r}")
 
 
-def _tensor_fact(expr: str, what: str, text: str) -> _Fact:
-    """The fact for one tensor difference ("values differ: ...", "shape (3,) vs (1, 3)")."""
-    if m := re.match(r"inner tensor (\w+): ", text):
-        return _tensor_fact(f"{expr}.{m[1]}", f"{what}.{m[1]}", text[m.end() :])
-    if text.startswith("values differ"):
+def _tensor_fact(expr: str, what: str, d: Difference) -> _Fact:
+    """The fact for one tensor's difference (its values, its shape, ...)."""
+    if d.inner:
+        for attr in d.inner.split("."):
+            expr, what = f"{expr}.{attr}", f"{what}.{attr}"
+    if d.prop == "values":
         return _Fact("values", f"{what}: values differ", expr)
-    if text.startswith("None vs") or text.endswith("vs None"):
+    if d.prop == "presence":
         return _Fact("presence", f"{what} (None or a tensor)", expr)
     attrs = {
         "shape": f"tuple({expr}.shape)",
         "dtype": f"{expr}.dtype",
         "stride": f"{expr}.stride()",
-        "storage offset": f"{expr}.storage_offset()",
+        "storage_offset": f"{expr}.storage_offset()",
         "type": f"type({expr}).__name__",
+        "inner_names": f"type({expr}).__name__",
+        "tensor": f"type({expr}).__name__",
     }
-    for word, fact in attrs.items():
-        if text.startswith(word + " "):
-            return _Fact("equal", f"{what}: {word}", fact)
-    if "a tensor" in text:
-        return _Fact("equal", f"{what}: a tensor or not", f"type({expr}).__name__")
+    if d.prop in attrs:
+        return _Fact("equal", f"{what}: {d.prop.replace('_', ' ')}", attrs[d.prop])
     return _Fact("equal", what, expr)  # a non-tensor output: "1 vs 2"
 
 

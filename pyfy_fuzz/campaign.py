@@ -28,7 +28,9 @@ from typing import Any
 from generators import ProgramSpec
 from oracles import Finding
 from oracles.finding import as_kind, as_subject
+from oracles.groups import group_of
 from oracles.identity import PENDING, KnownBug, KnownBugs, difference_of, severity_of, title_of
+from oracles.upstream import known_upstream
 
 from . import __version__
 from .atomic import atomic_write
@@ -663,6 +665,10 @@ class Campaign:
 
     # -- saving --------------------------------------------------------------------------
     def _save(self, new: NewFinding, staging: Path | None, shrink: dict[str, Any]) -> None:
+        """Write `new` into the corpus.
+
+        Long: the record is one CaseRecord field a line, in case.json's order, then the put
+        and its bookkeeping."""
         import torch
 
         c = self.config
@@ -690,8 +696,11 @@ class Campaign:
             consequences=list(f.get("consequences", ())),
             explanation=f.get("explanation", ""),
             severity=severity_of(f),
-            title=title_of(f, backend, mode),
-            difference=difference_of(f.get("explanation", "")),
+            group=group_of(f),
+            upstream=known_upstream(f),
+            title=title_of(f, backend, mode, c.device),
+            difference=difference_of(f),
+            differences=list(f.get("differences", ())),
             bug_in=bug_in,
             # torch bugs are expected to keep failing on stock torch; ours must be fixed.
             expected="fail" if bug_in == "torch" else "pass",
@@ -774,6 +783,9 @@ class Campaign:
                     "kind": n.finding["kind"],
                     "oracle": n.finding["oracle"],
                     "subject": n.finding["subject"],
+                    "group": group_of(n.finding),  # bug | refusal | metadata
+                    "severity": severity_of(n.finding),
+                    "upstream": known_upstream(n.finding),
                     "wrappers": list(n.finding.get("wrappers", ())),
                     "path": str(n.path) if n.path else None,
                     # the saved repro.py run on its own: reproduces | passes | error |

@@ -108,6 +108,12 @@ class Problem:
     message: str
     old: bool = False  # an entry of an older format: `pyfy-fuzz migrate` re-keys it
 
+    @property
+    def damaged(self) -> bool:
+        """A directory with a case.json that does not load as an entry of this format: a
+        regression case that a replay cannot run (never one to skip quietly)."""
+        return (self.path / CASE).is_file()
+
 
 @dataclass
 class Corpus:

@@ -10,10 +10,11 @@ import re
 from typing import Any
 
 from generators import render, spec_from_dict
+from oracles.groups import GROUPS
 from pyfy_fuzz.schema.config import call_context
 
-from ._repro_check import first_difference
 from .repro import render_repro, title
+from .schema.difference import Difference
 
 __all__ = [
     "entry_files",
@@ -37,7 +38,9 @@ _FINDING_KEYS = (
     "message",
     "title",
     "difference",
+    "differences",
     "wrappers",
+    "device",
 )
 _CONFIG_LINE = re.compile(r"^torch\._(inductor|functorch|dynamo)\.config\.\w+ = .*")
 
@@ -63,9 +66,18 @@ def readme(case: dict[str, Any], *, has_pythonified: bool, repro: str | None = N
         spec = spec_from_dict(case["spec"])
         repro = render_repro(spec, finding, backend=case["backend"], device=case["device"])
     lines = [f"# {_title(case)}", ""]
+    known = [f"pytorch/pytorch#{n}" for n in case.get("upstream") or ()]
+    if known:  # Note [Known upstream] in oracles/upstream.py: a hint, not a proof
+        lines += [f"Known upstream: {', '.join(known)} (the same shape of bug).", ""]
+    group = case.get("group")
+    if group in ("refusal", "metadata"):
+        lines += [f"Group: {GROUPS[group]}.", ""]
     lines += ["## Expected vs actual", "", *_expected_vs_actual(case), ""]
     lines += ["## Repro", "", "```python", repro.rstrip("\n"), "```", ""]
-    run = "`python repro.py` exits 1 while the bug is present, 0 once it is fixed"
+    run = (
+        "`python repro.py` exits 1 while the bug is present, 0 once it is fixed (2: it raised "
+        "something else, 3: the reference raises)"
+    )
     if case.get("subject") == "pythonify":
         run += "; it loads `pythonified.py` from next to it"
     lines += [f"{run}.", ""]
@@ -82,29 +94,59 @@ def _title(case: dict[str, Any]) -> str:
 
 def _expected_vs_actual(case: dict[str, Any]) -> list[str]:
     """Expected (the reference: eager, or torch.compile for pythonify) against actual (the
-    subject), read off the first difference; the whole explanation below."""
+    subject), from the first difference's fields; the whole explanation below."""
     subject = str(case.get("subject", "torch.compile"))
     ref = "torch.compile" if subject == "pythonify" else "eager"
-    diff = str(case.get("difference") or first_difference(case))
-    m = re.match(r"^(call \d+|variant call \([\w, ]+\)[^:]*): (.*)$", diff)
-    at, what = (f", {m[1]}", m[2]) if m else ("", diff)
-    pair = None
-    if m := re.match(r"raised (.*?); (eager|torch\.compile) did not$", what):
-        pair = "runs without an error", f"raises {m[1]}"
-    elif m := re.match(r"returned; (eager|torch\.compile) raised (.*)$", what):
-        pair = f"raises {m[2]}", "returns"
-    elif m := re.match(r"(.*): values differ: expected (.*), got (.*)$", what):
-        pair = f"{m[1]} is {m[2]}", f"{m[1]} is {m[3]}"
-    elif m := re.match(r"(.+?) (\S+|\[.*?\]|\(.*?\)) vs (\S+|\[.*?\]|\(.*?\))$", what):
-        pair = f"{m[1]} {m[2]}", f"{m[1]} {m[3]}"
-    if pair is None:
-        lines = [f"- {diff}"]
-    else:
+    diffs = case.get("differences") or ()
+    if diffs:
+        d = Difference.from_dict(diffs[0])
+        at = "" if d.call.kind == "setup" else f", {d.call.label()}"
+        pair = _sides(d)
         lines = [f"- Expected ({ref}{at}): {pair[0]}", f"- Actual ({subject}): {pair[1]}"]
+    else:  # a campaign's own finding (a dead worker, a hang)
+        lines = [f"- {case.get('difference') or case.get('kind')}"]
     explanation = str(case.get("explanation") or "").strip()
     if explanation:
         lines += ["", "What pyfy-fuzz saw:", "", "```", explanation, "```"]
     return lines
+
+
+def _sides(d: Difference) -> tuple[str, str]:
+    """(the reference's side, the subject's side) of a difference, in words."""
+    if d.locus == "exception":
+        e = d.exc
+        assert e is not None
+        if d.prop == "raised":
+            return "runs without an error", f"raises {e.type}: {e.message}"
+        if d.prop == "returned":
+            return f"raises {e.type}: {e.message}", "returns"
+        if d.prop == "not_guard":
+            return f"raises {d.expected}", f"raises {e.type}: {e.message}"
+        r = d.ref_exc
+        return (f"raises {r.type}: {r.message}" if r else "raises"), f"raises {e.type}: {e.message}"
+    if d.locus in ("seq_nr", "cudagraph_skip", "guard"):
+        return "as torch's graphs say", d.note
+    where = _where(d)
+    if d.prop == "values":
+        return f"{where} is {d.expected}", f"{where} is {d.actual}"
+    what = d.prop.replace("_", " ")
+    return f"{where} {what} {d.expected}", f"{where} {what} {d.actual}"
+
+
+def _where(d: Difference) -> str:
+    """The tensor or fact a difference is of, with the program's own names."""
+    inner = f".{d.inner}" if d.inner else ""
+    if d.locus in ("output", "write", "later"):
+        return f"output {d.index}{inner}"
+    if d.locus == "input":
+        return f"input {d.name}{inner} after the call"
+    if d.locus == "grad":
+        return f"grad of {d.name}{inner}"
+    if d.locus == "grad2":
+        return f"grad of {d.name}{inner} after the second backward"
+    if d.locus == "version":
+        return f"the version counter of {d.name}: moved"
+    return d.locus.replace("_", " ")
 
 
 def _setup(case: dict[str, Any], repro: str) -> list[str]:

@@ -21,26 +21,26 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from oracles import Finding
-from oracles.identity import aspect_of, difference_of, normalise_message, severity_of, title_of
+from oracles.finding import CAMPAIGN_KINDS
+from oracles.groups import group_of
+from oracles.identity import difference_of, severity_of, title_of
+from oracles.upstream import known_upstream
 
 from .corpus import CASE, FORMAT, OLD_FORMATS, Corpus, Entry
 from .entry import entry_files
 from .replay import run_specs
 from .repro import check_repro, repro_record
-from .schema.case import CaseRecord
+from .schema.case import CaseError, CaseRecord
 from .schema.messages import Died, Done
 from .trace import TRACE_DIR
 
 __all__ = ["MigrateReport", "migrate", "old_entries", "render"]
-
-_RAISED = re.compile(r"raised (\w+) in [\w-]+: (.*?)(; \w[\w. ]* (did not|raised).*)?$")
 
 
 @dataclass
@@ -71,7 +71,7 @@ def _finding_from_result(case: dict[str, Any], result: Done | Died | None) -> Fi
     if isinstance(result, Died):
         if result.kind == case["kind"]:
             return Finding(
-                case["kind"], case["oracle"], case["subject"], (), case["explanation"],
+                case["kind"], case["oracle"], case["subject"], (), case.get("explanation", ""),
                 case.get("exc_type"),
             )  # fmt: skip
         return None
@@ -79,6 +79,8 @@ def _finding_from_result(case: dict[str, Any], result: Done | Died | None) -> Fi
         return None
     found = [Finding.from_dict(f) for f in result.outcome.findings]
     same = [f for f in found if (f.kind, f.oracle, f.subject) == _kos(case)]
+    if not same and case["kind"] == "crash":  # format 5 names a crash by its exception
+        same = [f for f in found if (f.kind, f.subject) == _kos(case)[::2]]
     same.sort(key=lambda f: f.exc_type != case.get("exc_type"))
     return same[0] if same else next((f for f in found if _moved(case, f)), None)
 
@@ -95,27 +97,33 @@ def _moved(case: dict[str, Any], f: Finding) -> bool:
         return False
     if any(o == case["oracle"] for o, _ in f.consequences):
         return f.kind == case["kind"]
-    return case["oracle"] == "guards" and "variant call (" in f.explanation
+    return case["oracle"] == "guards" and any(d.call.later for d in f.differences)
 
 
-def _finding_from_case(case: dict[str, Any]) -> Finding:
-    """The identity rebuilt from what format 1 stored (the bug no longer reproduces): the
-    message parsed from the explanation; no torch frame is known."""
-    difference = difference_of(case.get("explanation", ""))
-    message = ""
-    if case.get("exc_type"):
-        m = _RAISED.search(difference)
-        message = normalise_message(m.group(2)) if m else ""
-    return Finding(
-        case["kind"],
-        case["oracle"],
-        case["subject"],
-        tuple(case.get("wrappers", ())),
-        case.get("explanation", ""),
-        case.get("exc_type"),
-        aspect=aspect_of(difference),
-        message=message,
-    )
+def _found_on(root: Path, device: str, report: MigrateReport) -> list[Entry]:
+    """The old entries found on `device`; the others are noted in `report` and left."""
+    old = []
+    for e in old_entries(root):
+        found_on = str(e.case.get("device") or "cpu")
+        if found_on == device:
+            old.append(e)
+        else:
+            report.notes.append(
+                f"{e.path.name}: found on {found_on}: left as it is "
+                f"(migrate it with --device {found_on} there)"
+            )
+    return old
+
+
+def _kept_case(old: dict[str, Any]) -> dict[str, Any]:
+    """An entry that no longer reproduces (a fixed bug, or a program this torch refuses):
+    its stored identity is kept as it was -- no difference is known to re-key it from, and
+    a guess parsed from its words would be a key no campaign makes -- and it is marked so."""
+    if "identity" not in old or "coarse" not in old:
+        raise CaseError("it does not reproduce, and its format has no identity to keep")
+    case = dict(old)
+    case.update(format=FORMAT, migrated_from=[old["signature"]], migrated_by="kept")
+    return CaseRecord.from_json(case).to_json()
 
 
 def _new_case(old: dict[str, Any], f: Finding, how: str) -> dict[str, Any]:
@@ -137,12 +145,24 @@ def _new_case(old: dict[str, Any], f: Finding, how: str) -> dict[str, Any]:
         consequences=d["consequences"],
         explanation=explanation,
         severity=severity_of(d),
-        title=title_of(d, old.get("backend", "aot_eager"), mode),
-        difference=difference_of(explanation),
+        group=group_of(d),
+        upstream=known_upstream(d),
+        title=title_of(d, old.get("backend", "aot_eager"), mode, old.get("device", "cpu")),
+        difference=difference_of(d),
+        differences=d["differences"],
         migrated_from=[old["signature"]],
         migrated_by=how,
     )
     return CaseRecord.from_json(case).to_json()  # a readable entry of this format, or raise
+
+
+def _files(case: dict[str, Any], source: Entry, *, has_pythonified: bool) -> dict[str, str]:
+    """The entry's generated files: rendered from its differences; for an entry kept as it
+    was (it did not reproduce: no difference to render a check from), its own files."""
+    if case.get("migrated_by") != "kept":
+        return entry_files(case, has_pythonified=has_pythonified)
+    names = ("repro.py", "program.py", "README.md")
+    return {n: (source.path / n).read_text() for n in names if (source.path / n).is_file()}
 
 
 def _merge(cases: list[dict[str, Any]]) -> dict[str, Any]:
@@ -158,17 +178,22 @@ def _merge(cases: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-def migrate(root: Path, *, workers: int = 1, case_timeout: float = 120.0) -> MigrateReport:
-    """Re-key every old-format entry of the corpus at `root` (see the module docstring)."""
+def migrate(
+    root: Path, *, workers: int = 1, case_timeout: float = 120.0, device: str = "cpu"
+) -> MigrateReport:
+    """Re-key every old-format entry of the corpus at `root` found on `device` (see the module
+    docstring); an entry found on another device is left as it is, and said so: a bug seen
+    on a GPU is re-run on one (`--device cuda`), never judged by a CPU run."""
     corpus = Corpus.open(root, create=False)
-    old = old_entries(root)
     report = MigrateReport()
+    old = _found_on(root, device, report)
     results: dict[Path, Done | Died] = {}
     traces = {e.path: corpus.new_staging() / TRACE_DIR for e in old}
     run_specs(
         old,
         lambda e, r: results.__setitem__(e.path, r),
         workers=workers,
+        device=device,
         impl=None,
         case_timeout=case_timeout,
         trace_dirs=traces,
@@ -176,9 +201,11 @@ def migrate(root: Path, *, workers: int = 1, case_timeout: float = 120.0) -> Mig
     groups: dict[str, list[tuple[Entry, dict[str, Any]]]] = {}
     for e in old:
         f = _finding_from_result(e.case, results.get(e.path))
-        how = "re-run" if f is not None else "stored fields (did not reproduce)"
-        f = f or _finding_from_case(e.case)
-        case = _new_case(e.case, f, how)
+        try:
+            case = _new_case(e.case, f, "re-run") if f is not None else _kept_case(e.case)
+        except CaseError as why:
+            report.notes.append(f"{e.path.name}: left as it was: {why}")
+            continue
         groups.setdefault(case["signature"], []).append((e, case))
     for sig, members in sorted(groups.items()):
         case = _merge([c for _, c in members])
@@ -190,11 +217,12 @@ def migrate(root: Path, *, workers: int = 1, case_timeout: float = 120.0) -> Mig
         has_file = (source.path / "pythonified.py").is_file()
         if has_file:
             shutil.copy2(source.path / "pythonified.py", staging / "pythonified.py")
+        files = _files(case, source, has_pythonified=has_file)  # before anything moves
         # An old entry whose identity did not move holds the new entry's name: set it aside
         # first (kept under .migrated/), and back if the new one cannot be put in place.
         same_name = next((e for e, _ in members if e.path == root / sig), None)
         aside = _retire(root, same_name.path) if same_name is not None else None
-        path, how = corpus.put(staging, case, entry_files(case, has_pythonified=has_file))
+        path, how = corpus.put(staging, case, files)
         if how == "blocked":
             if aside is not None:
                 os.rename(aside, root / sig)
@@ -204,7 +232,8 @@ def migrate(root: Path, *, workers: int = 1, case_timeout: float = 120.0) -> Mig
             if e is not same_name:
                 _retire(root, e.path)
             report.migrated.append((e.path.name, path.name, c["migrated_by"]))
-        if case["kind"] != "hang":  # the new repro.py, run where pyfy-fuzz cannot be imported
+        if case["kind"] != "hang" and case["migrated_by"] != "kept":  # the new repro.py, run
+            # where pyfy-fuzz cannot be imported
             code, tail = check_repro(path)
             corpus.annotate(sig, {"repro": repro_record(path, code, tail)})
     return report
@@ -212,12 +241,19 @@ def migrate(root: Path, *, workers: int = 1, case_timeout: float = 120.0) -> Mig
 
 def render(root: Path) -> list[tuple[str, list[str], str | None]]:
     """`pyfy-fuzz migrate --render`: write every current-format entry's generated files anew
-    from its case.json, for a repro renderer that changed while the identities held (no
-    re-run, no re-key). A rewritten repro.py is checked again where pyfy-fuzz cannot be
+    from its case.json, and the words case.json holds that are made from its differences
+    (severity, title, difference), for a renderer that changed while the identities held
+    (no re-run, no re-key). A rewritten repro.py is checked again where pyfy-fuzz cannot be
     imported. Returns (entry, files rewritten, the new repro's verdict or None)."""
     corpus = Corpus.open(root, create=False)
     done: list[tuple[str, list[str], str | None]] = []
     for sig, e in sorted(corpus.entries.items()):
+        if not e.case.get("differences") and e.case["kind"] not in CAMPAIGN_KINDS:
+            continue  # kept as it was (did not reproduce when migrated): nothing to render from
+        derived = _derived(e.case)
+        if any(e.case.get(k) != v for k, v in derived.items()):
+            corpus.annotate(sig, derived)  # the words made from the differences, anew
+            e = corpus.entries[sig]
         has_file = (e.path / "pythonified.py").is_file()
         changed = corpus.refresh(sig, entry_files(e.case, has_pythonified=has_file))
         verdict = None
@@ -227,6 +263,20 @@ def render(root: Path) -> list[tuple[str, list[str], str | None]]:
             verdict = str(record["verdict"])
         done.append((sig, changed, verdict))
     return done
+
+
+def _derived(case: dict[str, Any]) -> dict[str, Any]:
+    """What case.json holds that is made from the differences: the severity, the title and
+    the first difference in words."""
+    mode = case["spec"].get("plan", {}).get("mode")
+    backend, device = case.get("backend", "aot_eager"), case.get("device", "cpu")
+    return {
+        "severity": severity_of(case),
+        "group": group_of(case),
+        "upstream": known_upstream(case),
+        "title": title_of(case, backend, mode, device),
+        "difference": difference_of(case),
+    }
 
 
 def _retire(root: Path, path: Path) -> Path:

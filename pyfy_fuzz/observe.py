@@ -130,7 +130,9 @@ def torch_frame(exc: BaseException) -> str:
         name = tb.tb_frame.f_code.co_filename
         if name.startswith(_TORCH_DIR + "torch" + os.sep):
             frame = f"{name[len(_TORCH_DIR) :]}:{tb.tb_frame.f_code.co_name}".replace(os.sep, "/")
-            if frame.startswith(_GENERIC_FRAMES):
+            if tb.tb_frame.f_code.co_name.startswith("<") and found:
+                pass  # a comprehension or lambda: Python 3.12 inlines it into its function
+            elif frame.startswith(_GENERIC_FRAMES):
                 generic = frame
             else:
                 found, generic = frame, ""

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from generators import spec_from_dict
+from oracles.identity import difference_of
 
 from .corpus import CASE, Corpus, Entry, Problem
 from .pool import Pool
@@ -73,7 +74,7 @@ class ReplayReport:
     @property
     def exit_code(self) -> int:
         bad = any(o.verdict in ("FAIL", "error") or o.repro_mismatch for o in self.outcomes)
-        return 1 if bad else 0
+        return 1 if bad or any(p.damaged for p in self.problems) else 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -133,8 +134,7 @@ def _matches(case: dict[str, Any], result: Done | Died) -> tuple[bool | None, st
     if hits:
         exact = [f for f in hits if f["signature"] == case["signature"]]
         f = (exact or hits)[0]
-        lines = f["explanation"].splitlines()
-        first = next((ln.strip(" -") for ln in lines[1:] if ln.strip()), lines[0] if lines else "")
+        first = difference_of(f)
         if not exact:
             first = f"with other wrapper paths ({', '.join(f.get('identity_paths', ()))}): {first}"
         return True, first[:160]

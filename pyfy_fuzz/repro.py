@@ -43,18 +43,20 @@ from generators.source import (
     uses_effect_op,
     variant_context,
 )
+from oracles.identity import identity_type, normalise_message, title_of
 from pyfy_fuzz.schema.config import aot_options, call_context, compile_knobs
 from pyfy_fuzz.schema.spec import ProgramSpec, draws_random, variant_tokens
 from pyfy_fuzz.subjects import stock_compile
 
 from . import _repro_helpers as H
-from ._repro_check import Check, first_difference, leaf, read_check
+from ._repro_check import Check, leaf, read_check
 from ._repro_inputs import inputs_source
 
 __all__ = [
     "BACKENDS",
     "FINDING_KEYS",
     "MAX_LINES",
+    "REFERENCE_RAISES",
     "ReproStopped",
     "check_repro",
     "render_repro",
@@ -63,7 +65,7 @@ __all__ = [
 ]
 
 BACKENDS = ("aot_eager", "inductor")
-MAX_LINES = 80  # a repro longer than this is no longer something one pastes into an issue
+MAX_LINES = 90  # a repro longer than this is no longer something one pastes into an issue
 FINDING_KEYS = ("kind", "oracle", "subject")
 _DEVICE_RE = re.compile(r"[a-z][a-z0-9_]*(:[0-9]+)?")
 # The helpers whose name in a fact means the script defines them (seen_by_write needs write_into).
@@ -84,6 +86,19 @@ _NEEDS: dict[Callable[..., Any], tuple[Callable[..., Any], ...]] = {
     H.backward_saved: (H.save_products,),
 }
 
+
+# Note [A repro's exit codes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A repro exits 1 only when it shows its own finding: the exact property, or for a crash the
+# exception's type and the words of its message. 0: fixed. 2: something else raised (an
+# error the script does not check -- never "the bug", which an uncaught exception's exit 1
+# would claim). 3: the reference (eager; torch.compile for the file) raises where the check
+# needs its result: no bug to show, not a bug report.
+_EXCEPTHOOK = (
+    "sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2))"
+    "  # another error: 2"
+)
+REFERENCE_RAISES = 3
 
 # An "again" call's inputs: the very arguments of the call before (the loop's last `args`).
 _AGAIN = "(lambda seed: args)"
@@ -188,17 +203,16 @@ class _Repro:
         title_ = title_.replace("\\", "/").replace('"""', "'''")
         return [
             f'"""{title_}',
-            'python repro.py: exit 1 while the bug is present, 0 once fixed."""',
+            "python repro.py: exit 1: the bug is present, 0: fixed, 2: another error, "
+            '3: the reference raises."""',
         ]
 
     def _imports(self) -> list[str]:
         spec, names, lines = self.spec, self.imports, []
         if self.subject == "pythonify":
-            lines += ["import importlib.util", "import os"]
-            if "mirror" in self._subclasses():
-                lines.append("import sys")
+            lines.append("import importlib.util")
+        lines += ["import os", "import sys"]  # the exit codes (Note [A repro's exit codes])
         if self._caches():
-            lines += [] if "import os" in lines else ["import os"]
             lines.append("import tempfile")
         if self.finding["kind"] == "hang":
             lines.append("import faulthandler")
@@ -229,10 +243,12 @@ class _Repro:
             lines.append("from torch.testing._internal.two_tensor import TwoTensor")
         if "mirror" in self._subclasses():
             lines.append("from torch.utils._python_dispatch import return_and_correct_aliasing")
+        if "counters" in names:
+            lines.append("from torch._dynamo.utils import counters")
         pytree = [n for n in ("tree_leaves", "tree_structure") if n in names]
         if pytree:
             lines.append(f"from torch.utils._pytree import {', '.join(pytree)}")
-        return lines
+        return [*lines, _EXCEPTHOOK]
 
     def _config(self) -> list[str]:
         """The settings the campaign compiled under (runner._rng_config, _functorch_config,
@@ -367,7 +383,7 @@ class _Repro:
         self._need_names(head + body)
         if self._crash_form():  # run(fn), unless one line calls: then main calls inline
             return [] if self._one_call() else ["def run(fn):", *head, *body]
-        if check.compare in ("raises", "runs") and not fact:
+        if check.compare in ("raises", "runs", "guard") and not fact:
             return [
                 "def outcome(fn):  # None, or what the calls raise",
                 "    try:",
@@ -629,21 +645,49 @@ class _Repro:
                 f'print(f"{gl}{{result!r:.300}}")',
                 f'print("{got_label} ran through: the bug is fixed")',
             ]
+        if check.compare == "guard":
+            return [
+                *setup,
+                f"expected = outcome({ref})  # torch.compile's guards reject these: it recompiles",
+                f"actual = outcome({got})",
+                f'print(f"{rl}{{expected!r:.300}}")',
+                f'print(f"{gl}{{actual!r:.300}}")',
+                'if type(actual).__name__ != "PythonifyGuardError":',
+                f'    raise SystemExit("BUG: {got_label} accepts what torch.compile rejects")',
+                'print("the file refuses them too: the bug is fixed")',
+            ]
+        if check.compare == "skips":
+            return self._main_skips(setup, ref, got, rl, gl)
         if self._crash_form():
             one = self._one_call()
             call = (lambda fn: fn + one[2:]) if one else (lambda fn: f"run({fn})")
             bug = f"BUG: {got_label} raises where {ref_label} runs: {{e!r:.300}}"
+            exc_type, words = self._raised()
+            checks = [f"type(e).__name__ == {exc_type!r}"] if exc_type else []
+            checks += [f"{words!r} in str(e)"] if words else []
+            same = " and ".join(checks) or "True"
             return [
                 *setup,
-                f"{call(ref)}  # {ref_label} runs",
+                *self._reference_runs(f"{call(ref)}  # {ref_label} runs", ref_label),
                 "try:",
                 f"    {call(got)}",
-                "except Exception as e:  # what the compiler raised",
+                "except Exception as e:",
+                '    e = getattr(e, "inner_exception", None) or e  # what the compiler raised',
+                f"    if not ({same}):",
+                '        print(f"another error, not this bug: {e!r:.300}")',
+                "        raise SystemExit(2) from None",
                 f'    raise SystemExit(f"{bug}") from None',
                 f'print("{got_label} runs too: the bug is fixed")',
             ]
         run = "outcome" if check.compare == "raises" and not check.fact else "observe"
-        lines = [*setup, f"expected = {run}({ref})", f"actual = {run}({got})"]
+        if check.compare == "raises":  # what each side raises is the comparison itself
+            lines = [*setup, f"expected = {run}({ref})", f"actual = {run}({got})"]
+        else:
+            lines = [
+                *setup,
+                *self._reference_runs(f"expected = {run}({ref})", ref_label),
+                f"actual = {run}({got})",
+            ]
         if check.compare == "later":
             return lines + self._verdict_later(rl, gl, ref_label, got_label)
         fmt = "!r:.300" if check.compare == "raises" else ""
@@ -673,6 +717,51 @@ class _Repro:
             f"if {differs}:",
             f'    raise SystemExit("BUG: {what}")',
             'print("same: the bug is fixed")',
+        ]
+
+    def _reference_runs(self, line: str, ref_label: str) -> list[str]:
+        """The reference's call, exiting 3 where it raises (Note [A repro's exit codes])."""
+        return [
+            "try:",
+            f"    {line}",
+            f"except Exception as e:  # {ref_label} raises: no bug to show",
+            f'    print(f"{ref_label} raises {{e!r:.300}}")',
+            f"    raise SystemExit({REFERENCE_RAISES}) from None",
+        ]
+
+    def _raised(self) -> tuple[str, str]:
+        """(type name, words of its message) of the exception the finding is identified by:
+        the type as the compiler raised it, and the longest run of the normalised message
+        that no program value fills in ("" where it has none)."""
+        diffs = self.finding.get("differences") or ()
+        exc = (diffs[0].get("exc") or {}) if diffs else {}
+        exc_type = identity_type(str(exc.get("type") or self.finding.get("exc_type") or ""))
+        raw = str(exc.get("message", ""))
+        message = normalise_message(raw) if raw else str(self.finding.get("message") or "")
+        runs = re.split(r"\bN\b|\[\.\.\.\]|<\w+>|0x\?|\w*N_N\w*", message)
+        words = max((r.strip(" :;,.'\"") for r in runs), key=len, default="")
+        return exc_type, words if words and (not raw or words in raw) else ""
+
+    def _main_skips(self, setup: list[str], ref: str, got: str, rl: str, gl: str) -> list[str]:
+        """Note [Where the file replays, torch replays]: torch counts the graphs its
+        cudagraph trees ran without CUDA graphs; the file's runners say why they skipped."""
+        self.imports.add("counters")
+        runners = ", ".join(
+            repr(r) for r in ("_cudagraph_inference", "_cudagraph_forward", "_cudagraph_backward")
+        )
+        return [
+            *setup,
+            'before = counters["inductor"]["cudagraph_skips"]',
+            f"observe({ref})",
+            'expected = counters["inductor"]["cudagraph_skips"] - before  # graphs torch skipped',
+            f"observe({got})",
+            f"runners = [getattr(pythonified, n, None) for n in ({runners})]",
+            "actual = [r.skipped_reason for r in runners if r is not None and r.skipped_reason]",
+            f'print(f"{rl}{{expected}} graph(s) without CUDA graphs")',
+            f"print(f\"{gl}{{actual or 'every graph captured'}}\")",
+            "if bool(expected) != bool(actual):",
+            '    raise SystemExit("BUG: the file runs CUDA graphs where torch does not, or back")',
+            'print("the file replays where torch replays: the bug is fixed")',
         ]
 
     def _verdict_later(self, rl: str, gl: str, ref_label: str, got_label: str) -> list[str]:
@@ -780,19 +869,10 @@ def _program_module(spec: ProgramSpec, device: str) -> str:
 
 
 def title(finding: dict[str, Any], backend: str, mode: str | None) -> str:
-    """case.json's title where it has one; else one made from the first difference."""
+    """case.json's title where it has one; else the identity's, from the differences."""
     if finding.get("title"):
         return str(finding["title"]).splitlines()[0][:200]
-    subject, kind = str(finding["subject"]), finding["kind"]
-    who = f"{subject} ({backend}{', ' + mode if mode else ''})"
-    ref = "torch.compile" if subject == "pythonify" else "eager"
-    if kind in ("interpreter-crash", "hang"):
-        return f"{who}: {'the interpreter dies' if kind == 'interpreter-crash' else 'hangs'}"
-    difference = re.sub(r"^call \d+: ", "", first_difference(finding))
-    difference = re.split(r": expected |; eager did not|; torch.compile did not", difference)[0]
-    if len(difference) > 120:
-        difference = difference[:117].rsplit(" ", 1)[0] + " ..."
-    return f"{who} differs from {ref}: {difference}"
+    return title_of(finding, backend, mode)[:200]
 
 
 # ------------------------------------------------------------------------------ checking
@@ -817,8 +897,9 @@ def check_repro(
     entry_dir: Path, timeout: float = 120, stop: threading.Event | None = None
 ) -> tuple[int | None, str]:
     """Run `entry_dir/repro.py` on its own -- pyfy_fuzz, generators and oracles unimportable,
-    PYTHONPATH unset -- and return its exit code (1: the bug is present, 0: fixed, 2: the
-    script raised what it does not check, negative: a signal; None: still running after
+    PYTHONPATH unset -- and return its exit code (Note [A repro's exit codes]: 1: the bug is
+    present, 0: fixed, 2: the script raised what it does not check, 3: the reference raises,
+    negative: a signal; None: still running after
     `timeout` seconds, then killed) and the last 2000 characters of its output. Once `stop`
     is set the script is killed and ReproStopped raised: no verdict, and no process left."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -856,7 +937,13 @@ class ReproStopped(Exception):
 
 def repro_record(entry_dir: Path, code: int | None, tail: str) -> dict[str, Any]:
     """What case.json keeps of a check_repro run: whether the repro shows the bug on its own."""
-    verdicts = {None: "timeout", 0: "passes", 1: "reproduces", 2: "error"}
+    verdicts = {
+        None: "timeout",
+        0: "passes",
+        1: "reproduces",
+        2: "error",
+        REFERENCE_RAISES: "reference raises",
+    }
     verdict = verdicts.get(code, "interpreter died" if code is not None and code < 0 else "error")
     return {
         "exit_code": code,

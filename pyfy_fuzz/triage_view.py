@@ -36,7 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from oracles import identity
+from oracles.groups import GROUPS, group_of
 from oracles.identity import SEVERITIES
+from oracles.upstream import known_upstream
 
 from .corpus import FORMAT, OLD_FORMATS
 
@@ -95,16 +97,16 @@ def title_of(case: dict[str, Any]) -> str:
         return _one_line(stored)
     spec = case.get("spec")
     mode = spec.get("plan", {}).get("mode") if isinstance(spec, dict) else None
-    return _one_line(identity.title_of(case, case.get("backend"), mode))
+    device = str(case.get("device") or "cpu")
+    return _one_line(identity.title_of(case, case.get("backend"), mode, device))
 
 
 def difference_of(case: dict[str, Any]) -> str:
-    """case.json's "difference", else the explanation's first difference line."""
+    """case.json's "difference", else the first difference in words, from the data."""
     stored = case.get("difference")
     if isinstance(stored, str) and stored.strip():
         return _one_line(stored)
-    explanation = case.get("explanation")
-    return identity.difference_of(explanation) if isinstance(explanation, str) else ""
+    return _one_line(identity.difference_of(case))
 
 
 def _one_line(text: str) -> str:
@@ -201,6 +203,7 @@ class FindingEntry:
     title: str
     difference: str
     bug_in: str
+    group: str  # bug | refusal | metadata (oracles/groups.py)
     count: int
     f: str  # the repro's f
     root_cause: str | None = None
@@ -210,6 +213,7 @@ class FindingEntry:
     # repro.py run on its own (case.json "repro"): reproduces | passes | error | timeout |
     # interpreter died; None: never run (the campaign ended first)
     repro: str | None = None
+    upstream: tuple[int, ...] = ()  # pytorch issues it matches (oracles/upstream.py)
 
     @property
     def fixed(self) -> bool:
@@ -298,6 +302,8 @@ def entry_from_case(
         title=title_of(case),
         difference=difference_of(case),
         bug_in=str(case.get("bug_in") or "?"),
+        group=group_of(case),
+        upstream=tuple(known_upstream(case)),
         count=count,
         f=f,
         root_cause=_one_line(root) if isinstance(root, str) and root.strip() else None,
@@ -410,8 +416,13 @@ def _headline(findings: Findings) -> str:
         else "none labelled with a root cause yet (each entry is its own group)"
     )
     fixed = sum(1 for e in findings.entries if e.fixed)
+    groups = [
+        f"{n_} {GROUPS[g].split(' (')[0]}"  # type: ignore[index]
+        for g in GROUPS
+        if (n_ := sum(1 for e in findings.entries if e.group == g))
+    ]
     return (
-        f"{n} entries in {findings.corpus}, {causes}; "
+        f"{n} entries in {findings.corpus} ({', '.join(groups)}), {causes}; "
         + ", ".join(f"{len(_entries(gs))} of severity {s}" for s, gs in findings.by_severity())
         + (f"; {fixed} of them fixed (replay must not reproduce them)" if fixed else "")
         + "."
@@ -423,7 +434,10 @@ def _entries(groups: list[FindingGroup]) -> list[FindingEntry]:
 
 
 def _status(e: FindingEntry) -> str:
-    return f"bug in {e.bug_in}, seen {e.count}x" + (", fixed" if e.fixed else "") + _repro_word(e)
+    what = {"refusal": "torch refusal", "metadata": "metadata in"}.get(e.group, "bug in")
+    what = f"{what} {e.bug_in}" if e.group != "refusal" else what
+    known = "".join(f", known upstream: pytorch#{n}" for n in e.upstream)
+    return f"{what}, seen {e.count}x" + (", fixed" if e.fixed else "") + known + _repro_word(e)
 
 
 def _repro_word(e: FindingEntry) -> str:

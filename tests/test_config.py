@@ -24,6 +24,7 @@ from pyfy_fuzz.schema.config import CATALOGUE, ConfigKnob, call_context, check_c
 from pyfy_fuzz.shrink import candidates
 from pyfy_fuzz.subjects import drawn_config
 from pyfy_fuzz.subjects.stock import Knob
+from tests.findings import crash_finding, values_finding
 
 from .oracles.helpers import spec
 
@@ -121,12 +122,7 @@ def test_the_shrinker_tries_torchs_defaults_first() -> None:
 
 
 def test_the_repro_sets_the_configuration() -> None:
-    finding = {
-        "kind": "compile-divergence",
-        "oracle": "outputs",
-        "subject": "torch.compile",
-        "explanation": "call 0: output 0: values differ (max abs diff 1)",
-    }
+    finding = values_finding()
     source = render_repro(_under(TRAIN, "autocast", "debug_assert"), finding, backend="aot_eager")
     assert "torch._functorch.config.debug_assert = True" in source
     assert 'with torch.autocast("cpu", dtype=torch.bfloat16):' in source
@@ -222,8 +218,7 @@ def test_dropped_inference_mutations_are_applied_by_the_runtime_wrapper() -> Non
     assert "runtime/input_mutation/out_of_graph" in r.wrapper_paths, r.wrapper_paths
     kept = run_case(replace(s, plan=replace(s.plan, config=())), backend="aot_eager")
     assert "runtime/input_mutation/out_of_graph" not in kept.wrapper_paths, kept.wrapper_paths
-    found = {"kind": "crash", "oracle": "exceptions", "subject": "torch.compile", "aspect": ""}
-    found["explanation"] = "call 0: raised RuntimeError in call: x"
+    found = crash_finding()
     source = render_repro(s, found, backend="aot_eager")
     assert "keep_inference_input_mutations=False" in source
 
@@ -243,6 +238,5 @@ def test_mark_dynamic_marks_every_subjects_arguments_and_the_capture_keeps_it() 
     assert "graph/dynamic" in r.wrapper_paths, r.wrapper_paths
     plain = run_case(replace(s, plan=replace(s.plan, config=())), backend="aot_eager")
     assert "graph/dynamic" not in plain.wrapper_paths, plain.wrapper_paths
-    found = {"kind": "crash", "oracle": "exceptions", "subject": "torch.compile", "aspect": ""}
-    found["explanation"] = "call 0: raised RuntimeError in call: x"
+    found = crash_finding()
     assert "torch._dynamo.maybe_mark_dynamic(a, 0)" in render_repro(s, found, backend="aot_eager")

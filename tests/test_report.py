@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from generators import materialize, programs
 from pyfy_fuzz.cli import main
 from pyfy_fuzz.report import ReportError, load_runs, path_rows, render_html, render_text
+from pyfy_fuzz.schema.difference import CallRef, Difference, ExcFacts
 from pyfy_fuzz.schema.paths import ALL_PATHS
 
 
@@ -204,6 +205,16 @@ def test_many_runs_are_summarised_in_one_line(tmp_path: Path) -> None:
 
 
 # -- findings of a corpus, first ------------------------------------------------------------------
+_P0 = CallRef("plan", 0)
+_DIFFERENCES = {
+    "seq_nr": Difference("seq_nr", "torch.compile", _P0, "seq_nr", "unmapped", note="n"),
+    "outputs": Difference("outputs", "torch.compile", _P0, "output", "values", 0),
+    "exceptions": Difference(
+        "exceptions", "torch.compile", _P0, "exception", "raised", exc=ExcFacts("E", "m")
+    ),
+}
+
+
 def _corpus(tmp: Path) -> Path:
     """Three entries: seq_nr (severity 4, seen 9 times), outputs (1), a crash (2); one
     damaged."""
@@ -224,6 +235,7 @@ def _corpus(tmp: Path) -> Path:
             "subject": "torch.compile",
             "exc_type": "RuntimeError" if kind == "crash" else None,
             "explanation": f"torch.compile differs from eager:\n  - call 0: {oracle} differ",
+            "differences": [_DIFFERENCES[oracle].to_dict()],
             "bug_in": "torch",
             "expected": "fail",
             "backend": "aot_eager",
@@ -251,7 +263,7 @@ def test_cli_corpus_findings_come_first_most_severe_first(
     order = [text.index(s) for s in ("outputs.0123", "crash.exceptions", "seq_nr.0123")]
     assert order == sorted(order)  # severity 1, 2, 4
     assert text.index("seq_nr.0123") < text.index("wrapper paths reached")
-    assert "    | def f(a0):" in text and "(bug in torch, seen 9x, repro not run yet)" in text
+    assert "    | def f(a0):" in text and "(metadata in torch, seen 9x, repro not run yet)" in text
     (md,) = out.glob("report-*.md")
     (page,) = out.glob("report-*.html")
     md_text, html_text = md.read_text(), page.read_text()

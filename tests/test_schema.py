@@ -38,7 +38,12 @@ def test_the_schema_imports_without_torch_or_any_other_layer() -> None:
         "import pickle\n"
         "done = m.Done(m.CaseOutcome('ok', 'dedupe', wrapper_paths=('a/b',)), '{}', job=3)\n"
         "assert pickle.loads(pickle.dumps(done)) == done\n"
-        "f = finding.Finding('crash', 'exceptions', 'torch.compile', (), 'x', exc_type='E')\n"
+        "import pyfy_fuzz.schema.difference as diff\n"
+        "e = diff.ExcFacts('E', 'boom')\n"
+        "d = diff.Difference('exceptions', 'torch.compile', diff.CallRef('plan', 0),"
+        " 'exception', 'raised', exc=e)\n"
+        "f = finding.Finding('crash', 'exceptions', 'torch.compile', (), 'x', exc_type='E',"
+        " differences=(d,))\n"
         "assert finding.Finding.from_dict(f.to_dict()) == f\n"
         "assert s.ALL_PATHS and s.reached(['dedupe/duplicate_args'], 'dedupe')\n"
         "S = spec\n"
@@ -53,6 +58,7 @@ def test_the_schema_imports_without_torch_or_any_other_layer() -> None:
         "pyfy_fuzz.schema",
         "pyfy_fuzz.schema.case",
         "pyfy_fuzz.schema.config",
+        "pyfy_fuzz.schema.difference",
         "pyfy_fuzz.schema.finding",
         "pyfy_fuzz.schema.messages",
         "pyfy_fuzz.schema.paths",
@@ -129,7 +135,7 @@ def test_a_record_keeps_unknown_fields_and_absent_ones_absent() -> None:
     [
         (lambda d: d.pop("kind"), "lacks kind"),
         (lambda d: d.update(format=3), "has the old format 3"),
-        (lambda d: d.update(format=9), "has format 9, this build reads 4"),
+        (lambda d: d.update(format=9), f"has format 9, this build reads {case.FORMAT}"),
         (lambda d: d.pop("coarse"), "lacks coarse"),
         (lambda d: d.update(kind="segfault"), "unknown finding kind 'segfault'"),
         (lambda d: d.update(subject="me"), "unknown subject 'me'"),

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from pyfy_fuzz.corpus import FORMAT
+from pyfy_fuzz.schema.difference import CallRef, Difference, ExcFacts
 from pyfy_fuzz.triage_view import (
     SEVERITIES,
     Findings,
@@ -28,10 +29,45 @@ from pyfy_fuzz.triage_view import (
 REPO = Path(__file__).resolve().parent.parent
 
 
+_P0 = CallRef("plan", 0)
+_LOCI = {  # oracle -> the locus and property of its typical first difference
+    "outputs": ("output", "values", {"index": 0}),
+    "mutation": ("input", "values", {"name": "a0"}),
+    "grads": ("grad", "presence", {"name": "a0"}),
+    "cudagraph": ("later", "values", {"index": 0}),
+    "aliasing": ("output", "base", {"index": 0}),
+    "autograd": ("output", "requires_grad", {"index": 0}),
+    "versions": ("version", "moved", {"name": "a0"}),
+    "seq_nr": ("seq_nr", "unmapped", {}),
+}
+
+
+def _diff(oracle: str, kind: str) -> list[dict[str, Any]]:
+    """The first difference an oracle's finding records."""
+    if oracle in ("exceptions", "guards") and kind != "compile-divergence":
+        exc = ExcFacts("RuntimeError", "boom", "call")
+        return [Difference(oracle, "torch.compile", _P0, "exception", "raised", exc=exc).to_dict()]
+    if oracle == "exceptions":
+        exc = ExcFacts("RuntimeError", "boom", "call")
+        d = Difference(oracle, "torch.compile", _P0, "exception", "returned", exc=exc)
+        return [d.to_dict()]
+    if oracle == "guards":
+        call = CallRef("variant", relation="shape")
+        return [Difference("outputs", "torch.compile", call, "output", "values", 0).to_dict()]
+    if oracle not in _LOCI:
+        return []
+    locus, prop, kw = _LOCI[oracle]
+    return [
+        Difference(
+            oracle, "torch.compile", _P0, locus, prop, expected="[1.]", actual="[0.]", **kw
+        ).to_dict()
+    ]
+
+
 def _case(kind: str = "compile-divergence", oracle: str = "outputs", **kw: Any) -> dict[str, Any]:
-    """A format-1 case.json (what matters to the report; no spec)."""
+    """A case.json as the report reads it (no spec), its differences as an oracle makes them."""
     case: dict[str, Any] = {
-        "format": 1,
+        "format": FORMAT,
         "signature": f"{kind}.{oracle}.{kw.pop('sig', '000000000000')}",
         "kind": kind,
         "oracle": oracle,
@@ -40,6 +76,7 @@ def _case(kind: str = "compile-divergence", oracle: str = "outputs", **kw: Any) 
         "exc_type": None,
         "explanation": "torch.compile differs from eager:\n  - call 0: output 0: values differ: "
         "expected [1.], got [0.]\n  - call 1: output 0: values differ",
+        "differences": _diff(oracle, kind),
         "bug_in": "torch",
         "expected": "fail",
         "backend": "aot_eager",
@@ -66,14 +103,22 @@ def _case(kind: str = "compile-divergence", oracle: str = "outputs", **kw: Any) 
         ("hang", "timeout", 2),
         ("compile-divergence", "aliasing", 3),
         ("pythonify-divergence", "autograd", 3),
+        ("compile-divergence", "versions", 3),
         ("compile-divergence", "exceptions", 3),  # a missing error, not a crash
         ("compile-divergence", "seq_nr", 4),
         ("harness-error", "harness", 2),
-        ("compile-divergence", "something-new", 5),
+        ("compile-divergence", "something-new", 5),  # no difference recorded
     ],
 )
-def test_severity_derived_from_kind_and_oracle(kind: str, oracle: str, severity: int) -> None:
+def test_severity_derived_from_kind_and_differences(kind: str, oracle: str, severity: int) -> None:
     assert severity_of(_case(kind, oracle)) == severity
+
+
+def test_severity_is_the_worst_folded_difference() -> None:
+    """An autograd cause whose folded gradients differ is a wrong-gradient bug."""
+    case = _case("compile-divergence", "autograd")
+    case["differences"] += _diff("grads", "compile-divergence")
+    assert severity_of(case) == 1
 
 
 def test_stored_values_win_and_bad_ones_are_derived() -> None:
@@ -87,10 +132,14 @@ def test_stored_values_win_and_bad_ones_are_derived() -> None:
     assert set(SEVERITIES) == {1, 2, 3, 4, 5}
 
 
-def test_titles_from_kind_subject_and_oracle() -> None:
-    assert title_of(_case()) == "torch.compile (aot_eager): output values differ from eager"
+def test_titles_from_the_worst_difference() -> None:
+    assert title_of(_case()) == (
+        "torch.compile (aot_eager): an output's values differ from eager (output N: values)"
+    )
     py = _case("pythonify-divergence", "grads", subject="pythonify", backend="inductor")
-    assert title_of(py) == "pythonify (inductor): gradients differ from torch.compile"
+    assert title_of(py) == (
+        "pythonify (inductor): gradients differ from torch.compile (grad of <arg>)"
+    )
     crash = _case("crash", "exceptions", exc_type="IndexError")
     assert title_of(crash) == "torch.compile (aot_eager): raises IndexError where eager runs"
     assert "crashes where torch.compile runs" in title_of(
@@ -107,10 +156,26 @@ def test_titles_from_kind_subject_and_oracle() -> None:
     assert "new-oracle" in title_of(_case(oracle="new-oracle"))
 
 
-def test_difference_is_the_first_bullet_of_the_explanation() -> None:
+def test_a_title_names_no_mode_the_backend_ignores() -> None:
+    """aot_eager on CPU ignores mode="reduce-overhead"; on CUDA it runs torch's cudagraphs."""
+    spec = {"plan": {"mode": "reduce-overhead"}}
+    assert "reduce-overhead" not in title_of(_case(spec=spec))
+    assert "reduce-overhead" in title_of(_case(spec=spec, device="cuda"))
+    assert "reduce-overhead" in title_of(_case(spec=spec, backend="inductor"))
+
+
+def test_a_title_names_the_worst_difference_not_the_first() -> None:
+    case = _case("compile-divergence", "autograd")
+    case["differences"] += _diff("mutation", "compile-divergence")
+    assert "input mutation" in title_of(case)
+
+
+def test_difference_is_the_first_difference_in_words() -> None:
     assert difference_of(_case()) == "call 0: output 0: values differ: expected [1.], got [0.]"
-    assert difference_of(_case(explanation="worker died: SIGSEGV\nmore")) == "worker died: SIGSEGV"
-    assert difference_of(_case(explanation=None)) == ""
+    assert difference_of(_case(differences=[], difference="worker died: SIGSEGV")) == (
+        "worker died: SIGSEGV"
+    )
+    assert difference_of(_case(differences=None)) == ""
 
 
 # -- the repro's f ------------------------------------------------------------------------------
@@ -332,7 +397,7 @@ def _findings(tmp_path: Path):  # type: ignore[no-untyped-def]
             "compile-divergence",
             "grads",
             sig="g",
-            explanation="x:\n  - call 0: grad of a0 <script>alert(1)</script> *x* | y",
+            difference="call 0: grad of a0 <script>alert(1)</script> *x* | y",
             triage="T3: a `view` <b>",
             expected="pass",
         ),

@@ -24,6 +24,7 @@ from pyfy_fuzz.repro import render_repro
 from pyfy_fuzz.runner import run_case
 from pyfy_fuzz.schema.messages import SERVED, CaseOutcome
 from pyfy_fuzz.subjects import WARM, CacheCounts, served, warm_applies
+from tests.findings import values_finding
 
 from .oracles.helpers import spec
 
@@ -119,12 +120,7 @@ def test_a_plan_without_backward_leaves_nothing_to_serve() -> None:
 
 
 def test_warm_repro_fills_the_cache_then_compiles_again(tmp_path: Path) -> None:
-    finding = {
-        "kind": "compile-divergence",
-        "oracle": "outputs",
-        "subject": WARM,
-        "explanation": "call 0: output 0: values differ (max abs diff 1)",
-    }
+    finding = values_finding(WARM)
     source = render_repro(TRAIN, finding, backend="inductor")
     assert source.index("fill_cache(cold, make_inputs())") < source.index("torch._dynamo.reset()")
     assert 'os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp()' in source

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .common import Commands, cli_error, worker_count
+from .common import Commands, check_device, cli_error, worker_count
 
 __all__ = ["register", "cmd_migrate"]
 
@@ -17,7 +17,8 @@ def register(commands: Commands) -> None:
         help="re-key corpus entries of an older format as bug identities",
         description=(
             "Run every old-format entry of a corpus again and save it under its bug identity "
-            "(format 4); old entries that are one bug become one entry, triage notes kept. "
+            "(format 5); old entries that are one bug become one entry, triage notes kept. "
+            "Only entries found on --device are re-run (a GPU's bugs on a GPU). "
             "Old directories move to CORPUS/.migrated/. With --render, every current entry's "
             "repro.py, program.py and README.md are written anew from its case.json instead "
             "(after an upgrade of pyfy-fuzz's renderer; replaced files are kept in "
@@ -32,6 +33,11 @@ def register(commands: Commands) -> None:
     )
     p.add_argument("--workers", type=int, default=None)
     p.add_argument("--case-timeout", type=float, default=120.0)
+    p.add_argument(
+        "--device",
+        default="cpu",
+        help="re-run the entries found on this device (default cpu); others are left as they are",
+    )
     p.set_defaults(run=cmd_migrate)
 
 
@@ -41,6 +47,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     from pyfy_fuzz.pool import WorkerStartError
 
     workers = worker_count(args.workers)
+    check_device(args.device)
     if not args.corpus.is_dir():
         raise cli_error(f"{args.corpus} is not a directory")
     if args.render:
@@ -49,7 +56,9 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         print(f"migrate: no old-format entries in {args.corpus}")
         return 0
     try:
-        report = migrate(args.corpus, workers=workers, case_timeout=args.case_timeout)
+        report = migrate(
+            args.corpus, workers=workers, case_timeout=args.case_timeout, device=args.device
+        )
     except CorpusError as e:
         raise cli_error(str(e)) from None
     except WorkerStartError as e:

@@ -57,9 +57,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         entries, problems = collect(args.paths)
     except (FileNotFoundError, CorpusError) as e:
         raise cli_error(str(e)) from None
-    for p in problems:
-        print(f"warning: {p.path}: {p.message}", file=sys.stderr)
-    if not entries:
+    for p in problems:  # a damaged entry is an error (exit 1), left as it is; others a note
+        print(f"{'error' if p.damaged else 'warning'}: {p.path}: {p.message}", file=sys.stderr)
+    if not entries and not any(p.damaged for p in problems):
         raise cli_error(f"no corpus entries under {', '.join(map(str, args.paths))}")
 
     def show(o: Any) -> None:
@@ -90,6 +90,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     mismatched = sum(o.repro_mismatch for o in report.outcomes)
     if mismatched:
         counts["repro-mismatch"] = mismatched
+    damaged = sum(p.damaged for p in problems)
+    if damaged:
+        counts["damaged"] = damaged
     print("replay: " + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())))
     if args.json is not None:
         from pyfy_fuzz.atomic import atomic_write

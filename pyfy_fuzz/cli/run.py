@@ -208,12 +208,44 @@ def _backends(c: dict[str, Any], s: dict[str, Any]) -> str:
     return f"{c['backend']} + {partner} (1 case in {share}" + (f": {counts})" if counts else ")")
 
 
+# bugs first, then torch's refusals, then metadata (oracles/groups.py, Note [Finding groups])
+_GROUP_ORDER = {"bug": 0, "refusal": 1, "metadata": 2}
+_COUNTED = (*_GROUP_ORDER, "unproven")
+
+
 def repro_line(findings: list[dict[str, Any]]) -> str:
     """How the new findings' repro.py fared when run on their own: "5 reproduce, 1 not
     checked yet"; one that passes or errs is a repro that does not show its bug (ours)."""
     verdicts = Counter(f.get("repro") or "not checked yet" for f in findings)
     words = {"reproduces": "reproduce", "passes": "pass (the repro misses the bug: ours)"}
     return ", ".join(f"{n} {words.get(v, v)}" for v, n in verdicts.most_common())
+
+
+def _print_findings(found: list[dict[str, Any]], out: Any) -> None:
+    """The new findings, bugs first and worst first, counted by group."""
+    findings = sorted(
+        found, key=lambda f: (_GROUP_ORDER.get(str(f.get("group")), 0), f.get("severity") or 5)
+    )
+    # A finding whose repro ran and showed something else is not counted as what it claims
+    # (Note [A repro's exit codes]); the repro line below says how each fared.
+    groups = Counter(
+        (f.get("group") or "bug") if f.get("repro") in (None, "reproduces") else "unproven"
+        for f in findings
+    )
+    print(
+        f"new findings: {len(findings)}"
+        + (
+            f" ({', '.join(f'{groups[g]} {g}' for g in _COUNTED if groups[g])})" if findings else ""
+        ),
+        file=out,
+    )
+    for f in findings:
+        print(
+            f"  {f['kind']:<20} {f['oracle']:<{ORACLE_WIDTH}} {f['subject']:<14} {f['path']}",
+            file=out,
+        )
+    if findings:
+        print(f"repros run on their own: {repro_line(findings)}", file=out)
 
 
 def print_summary(s: dict[str, Any], out: Any) -> None:
@@ -228,15 +260,7 @@ def print_summary(s: dict[str, Any], out: Any) -> None:
         + (f", every case under {', '.join(c['knobs'])}" if c.get("knobs") else ""),
         file=out,
     )
-    findings = s["findings"]
-    print(f"new findings: {len(findings)}", file=out)
-    for f in findings:
-        print(
-            f"  {f['kind']:<20} {f['oracle']:<{ORACLE_WIDTH}} {f['subject']:<14} {f['path']}",
-            file=out,
-        )
-    if findings:
-        print(f"repros run on their own: {repro_line(findings)}", file=out)
+    _print_findings(s["findings"], out)
     seen = s["known_seen"]
     if seen:
         print(

@@ -35,8 +35,8 @@ __all__ = [
     "OldFormat",
 ]
 
-FORMAT = 4  # what this build writes and reads
-OLD_FORMATS = (1, 2, 3)  # read only by `pyfy-fuzz migrate`
+FORMAT = 5  # what this build writes and reads
+OLD_FORMATS = (1, 2, 3, 4)  # read only by `pyfy-fuzz migrate`
 
 BugIn = Literal["torch", "pythonify", "pyfy-fuzz"]
 # Whose bug a finding is, by the subject that showed it (the campaign may refine "pythonify":
@@ -88,8 +88,12 @@ class CaseRecord:
     consequences: list[list[str]] | None = None  # (oracle, aspect) folded into this finding
     explanation: str | None = None  # the oracle's words
     severity: int | None = None  # 1..5, oracles.identity.SEVERITIES
+    group: str | None = None  # bug | refusal | metadata (oracles/groups.py); format 5
+    upstream: list[int] | None = None  # pytorch issues it matches (oracles/upstream.py)
     title: str | None = None  # one-line bug title
-    difference: str | None = None  # the first difference line
+    difference: str | None = None  # the first difference, in words
+    # every difference, as data (schema/difference.py, Difference.to_dict); format 5
+    differences: list[dict[str, Any]] | None = None
     bug_in: BugIn | None = None  # whose bug: torch, the bundled pythonify, or ours
     size: list[int] | None = None  # the spec's size key (shrinking order)
     seed: int | None = None  # the seed stream's seed

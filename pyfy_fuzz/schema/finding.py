@@ -13,6 +13,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, get_args
 
+from .difference import Difference, describe
 from .paths import signature_paths
 
 __all__ = [
@@ -95,16 +96,51 @@ class Finding:
     # Findings of other oracles this one explains, folded into it as (oracle, aspect) (Note
     # [Consequences] in consequences.py): not part of the identity, only of the severity.
     consequences: tuple[tuple[str, str], ...] = ()
+    # What differs, as data (Note [Differences are data] in schema/difference.py): the first
+    # is the one the identity names; a folded consequence's follow the cause's. Every stage
+    # after the oracles reads these, never `explanation`. Empty only for what a campaign
+    # finds (a dead worker, a hang, pyfy-fuzz's own error).
+    differences: tuple[Difference, ...] = ()
 
     def __post_init__(self) -> None:
         as_kind(self.kind)  # values from JSON are not checked by mypy
         as_subject(self.subject)
+        if not self.differences and self.kind not in CAMPAIGN_KINDS:
+            raise ValueError(f"an oracle's finding records its differences: {self.kind}")
+
+    @property
+    def first(self) -> Difference | None:
+        """The difference the identity names (None for a campaign's own findings)."""
+        return self.differences[0] if self.differences else None
+
+    @staticmethod
+    def explain(subject: str, differences: tuple[Difference, ...], shown: int = 6) -> str:
+        """The explanation a person reads: the differences in words, the first `shown`."""
+        lines = [describe(d) for d in differences[:shown]]
+        if len(differences) > shown:
+            lines.append(f"... and {len(differences) - shown} more")
+        ref = "torch.compile" if subject == "pythonify" else "eager"
+        return f"{subject} differs from {ref}:\n" + "\n".join(f"  - {ln}" for ln in lines)
 
     @property
     def identified_by_exception(self) -> bool:
         """Crashes, missing or different errors, dead workers: the exception (or the death)
         is the identity and wrapper paths are not part of it."""
         return self.exc_type is not None or self.kind in CAMPAIGN_KINDS
+
+    @property
+    def identity_frame(self) -> str:
+        """The torch frame that belongs to the identity. Note [Which frame names a crash]:
+        a RuntimeError mostly comes from C++ (an aten kernel, the autograd engine), and its
+        innermost torch *Python* frame is then only the path that reached the kernel --
+        another on a recompile, a cache hit, or another torch release (one "modified by an
+        inplace operation" met in `runtime_wrappers.py:backward` on 2.11 and in the generated
+        `_compiled_backward` on 2.13) -- while its message names the check. Python-raised
+        errors (AssertionError, IndexError, StopIteration, ...) often carry a generic message
+        ("list index out of range"), and their frame is where torch raised them."""
+        if identity_type(self.exc_type or "") == "RuntimeError":
+            return ""
+        return self.frame
 
     @property
     def identity_paths(self) -> tuple[str, ...]:
@@ -122,7 +158,7 @@ class Finding:
             self.subject,
             identity_type(self.exc_type or ""),
             self.message,
-            self.frame,
+            self.identity_frame,
             "" if self.identified_by_exception else self.aspect,
         ]
 
@@ -138,7 +174,14 @@ class Finding:
         Readable prefix, hash of the rest; safe as a directory name."""
         key = "|".join([*self._coarse_fields(), *self.identity_paths])
         digest = hashlib.sha1(key.encode()).hexdigest()[:12]
-        return f"{self.kind}.{self.oracle}.{digest}"
+        # An exception is one bug whichever oracle met it: its name says the exception type,
+        # so the same crash met by two oracles is one directory (format 5).
+        middle = (
+            identity_type(self.exc_type)
+            if self.exc_type is not None and self.kind not in CAMPAIGN_KINDS
+            else self.oracle
+        )
+        return f"{self.kind}.{middle}.{digest}"
 
     def identity(self) -> dict[str, Any]:
         """What the signature is made of, readable (case.json's "identity")."""
@@ -148,7 +191,7 @@ class Finding:
             "subject": self.subject,
             "exc_type": self.exc_type,
             "message": self.message,
-            "frame": self.frame,
+            "frame": self.identity_frame,
             "aspect": "" if self.identified_by_exception else self.aspect,
             "paths": list(self.identity_paths),
         }
@@ -157,6 +200,7 @@ class Finding:
         d = asdict(self)
         d["wrappers"] = list(self.wrappers)
         d["consequences"] = [list(c) for c in self.consequences]
+        d["differences"] = [x.to_dict() for x in self.differences]
         d["signature"] = self.signature
         d["coarse"] = self.coarse
         d["identity_paths"] = list(self.identity_paths)
@@ -175,4 +219,5 @@ class Finding:
             message=d.get("message", ""),
             frame=d.get("frame", ""),
             consequences=tuple((str(o), str(a)) for o, a in d.get("consequences", ())),
+            differences=tuple(Difference.from_dict(x) for x in d.get("differences", ())),
         )

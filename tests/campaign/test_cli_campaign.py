@@ -114,6 +114,14 @@ def test_summary_lists_findings_with_their_paths() -> None:
         "repros run on their own: 2 reproduce, 1 not checked yet, "
         "1 pass (the repro misses the bug: ours)"
     ) in out.getvalue()
+    # counted by group; one whose repro showed something else is not counted as a bug
+    assert "new findings: 4 (3 bug, 1 unproven)" in out.getvalue()
+    summary["findings"][0] = {**summary["findings"][0], "group": "refusal"}
+    out = io.StringIO()
+    print_summary(summary, out)
+    text = out.getvalue()
+    assert "new findings: 4 (2 bug, 1 refusal, 1 unproven)" in text
+    assert text.index("crash.exceptions.x\n") > text.index("new findings")
 
     summary["warm_cache"] = {"hit": 6, "partial": 1, "unsaved": 3}
     out = io.StringIO()
@@ -225,7 +233,7 @@ def test_repro_checks_get_a_tenth_of_the_budget_past_its_end() -> None:
 def test_replay_repros_runs_each_repro_and_records_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    entry = tmp_path / "c" / "compile-divergence.mutation.a6d76f8df013"  # the README's example
+    entry = tmp_path / "c" / "compile-divergence.mutation.8a15dc1b883b"  # the README's example
     shutil.copytree(REPO / "corpus" / entry.name, entry)
     case = json.loads((entry / "case.json").read_text())
     del case["repro"]

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from generators import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
-from oracles import Finding
 from oracles.identity import PENDING
 from pyfy_fuzz.campaign import MAX_SHRINKS_PER_COARSE, Campaign, CampaignConfig
 from pyfy_fuzz.pool import Event
 from pyfy_fuzz.schema.messages import CaseOutcome, Done, Found, Known, Report, Shrunk
+from tests.findings import values_finding
 
 SPEC = ProgramSpec(
     family="input_mutation",
@@ -27,10 +27,7 @@ SPEC = ProgramSpec(
 
 
 def _f(*paths: str) -> dict[str, Any]:
-    return Finding(
-        "compile-divergence", "outputs", "torch.compile", paths, "x\n  - call 0: output 0: values",
-        aspect="output N: values differ",
-    ).to_dict()  # fmt: skip
+    return values_finding(paths=paths)
 
 
 @pytest.fixture

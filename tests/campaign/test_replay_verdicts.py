@@ -112,3 +112,29 @@ def test_a_repro_must_say_what_the_replay_says(
     outcome = ReplayOutcome(entry, verdict, "", repro=repro)
     assert outcome.repro_mismatch is mismatch
     assert ReplayReport([outcome]).exit_code == int(mismatch or verdict in ("FAIL", "error"))
+
+
+def test_a_damaged_entry_fails_the_replay_and_is_left_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A case.json that does not load (unreadable, or of a format this build cannot read) is a
+    regression case CI can no longer run: replay says so as an error and exits 1, and never
+    rewrites it. A directory without case.json is no entry: a warning."""
+    from pyfy_fuzz.cli import main
+    from pyfy_fuzz.corpus import Problem
+
+    root = tmp_path / "corpus"
+    (root / "damaged").mkdir(parents=True)
+    (root / "damaged" / "case.json").write_text("{")
+    (root / "old").mkdir()
+    old = '{"format": 4, "signature": "old", "kind": "crash"}'
+    (root / "old" / "case.json").write_text(old)
+    (root / "notes").mkdir()
+    assert main(["replay", str(root), "--workers", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "error: " in err and "damaged" in err and "warning: " in err and "notes" in err
+    assert (root / "damaged" / "case.json").read_text() == "{"
+    assert (root / "old" / "case.json").read_text() == old
+    report = ReplayReport(problems=[Problem(root / "damaged", "unreadable")])
+    assert report.exit_code == 1
+    assert ReplayReport(problems=[Problem(root / "notes", "no case.json")]).exit_code == 0

@@ -69,8 +69,8 @@ def _runs(torch_skips: int, skipped: str | None) -> oracles.Evidence:
     [
         (0, None, None),
         (1, "graph mutates non-static inputs [0]", None),
-        (1, None, "the file captured every graph"),
-        (0, "capture failed: RuntimeError: x", "torch skipped none"),
+        (1, None, "torch_skipped"),
+        (0, "capture failed: RuntimeError: x", "file_skipped"),
     ],
 )
 def test_the_file_replays_where_torch_replays(
@@ -81,7 +81,8 @@ def test_the_file_replays_where_torch_replays(
         assert found == []
         return
     (f,) = found
-    assert (f.subject, f.aspect) == ("pythonify", "cudagraph skip") and expect in f.explanation
+    assert (f.subject, f.aspect) == ("pythonify", f"cudagraph_skip: {expect}")
+    assert f.differences[0].locus == "cudagraph_skip"
 
 
 def test_skips_are_not_compared_off_cuda_or_after_a_raise() -> None:

@@ -7,24 +7,41 @@ import torch
 
 import oracles
 from oracles import Finding
-from oracles.identity import PENDING, KnownBug, KnownBugs, aspect_of, normalise_message
+from oracles.identity import PENDING, KnownBug, KnownBugs, normalise_message
+from oracles.seq_nr import unmapped_class
 from pyfy_fuzz.observe import ExcObs
+from pyfy_fuzz.schema.difference import CallRef, Difference, ExcFacts
 
 from .helpers import evidence, on_clones, spec
 
 MUT = spec([("add_", ("a0", 1), ()), ("sin", ("a0",), ("v0",))], ["v0"], grad="none")
 
 
-def _crash(paths: tuple[str, ...], message: str, frame: str = "torch/_ops.py:__call__") -> Finding:
+_RAISED = Difference(
+    "exceptions", "torch.compile", CallRef("plan", 0), "exception", "raised", exc=ExcFacts("E", "m")
+)
+# A divergence's finding records its differences; the aspect under test is given.
+_VALUES = (
+    Difference("mutation", "torch.compile", CallRef("plan", 0), "input", "values", name="a0"),
+)
+
+
+def _crash(
+    paths: tuple[str, ...],
+    message: str,
+    frame: str = "torch/_ops.py:__call__",
+    exc_type: str = "AssertionError",
+) -> Finding:
     return Finding(
         "crash",
         "exceptions",
         "torch.compile",
         paths,
         f"explanation {message}",
-        "RuntimeError",
+        exc_type,
         message=normalise_message(message),
         frame=frame,
+        differences=(_RAISED,),
     )
 
 
@@ -39,16 +56,23 @@ def test_crash_identity_is_type_message_and_frame_not_paths():
     # The same message raised from another torch function is another bug.
     d = _crash(("runtime/x",), "shape '[2, 3]' is invalid", "torch/_refs/__init__.py:view")
     assert len({a.signature, d.signature}) == 2
-    assert a.signature.startswith("crash.exceptions.") and "/" not in a.signature
+    assert a.signature.startswith("crash.AssertionError.") and "/" not in a.signature
+    # A RuntimeError's frame is the path to the C++ kernel, not the bug (Note [Which frame
+    # names a crash]).
+    r1 = _crash((), "shape '[2, 3]' is invalid", "torch/a.py:f", "RuntimeError")
+    r2 = _crash((), "shape '[2, 3]' is invalid", "torch/b.py:g", "RuntimeError")
+    assert r1.signature == r2.signature
     # One exception met by another oracle (the guards oracle's variant call) is the same bug.
     g = Finding(**{**a.__dict__, "oracle": "guards"})
     assert g.coarse == a.coarse
     with pytest.raises(ValueError, match="unknown finding kind"):
-        Finding("oops", "outputs", "torch.compile", (), "")
+        Finding("oops", "outputs", "torch.compile", (), "", differences=_VALUES)
 
 
 def test_divergence_identity_is_aspect_plus_paths():
-    base = dict(kind="compile-divergence", oracle="mutation", subject="torch.compile")
+    base = dict(
+        kind="compile-divergence", oracle="mutation", subject="torch.compile", differences=_VALUES
+    )
     a = Finding(**base, wrappers=("runtime/x",), explanation="e1", aspect="input <arg>: values")
     b = Finding(**base, wrappers=("runtime/x",), explanation="e2", aspect="input <arg>: values")
     c = Finding(**base, wrappers=("runtime/y",), explanation="e1", aspect="input <arg>: values")
@@ -63,33 +87,46 @@ def test_signature_leaves_out_path_refinements():
     from pyfy_fuzz.schema.paths import REFINEMENTS
 
     base = ("runtime/input_mutation/data", "synthetic_base/1d", "synthetic_base/inference")
-    plain = Finding("compile-divergence", "guards", "torch.compile", base, "x", aspect="a")
+    plain = Finding(
+        "compile-divergence", "guards", "torch.compile", base, "x", aspect="a", differences=_VALUES
+    )
     for refinement in sorted(REFINEMENTS):
         refined = Finding(
-            "compile-divergence", "guards", "torch.compile", (*base, refinement), "x", aspect="a"
+            "compile-divergence",
+            "guards",
+            "torch.compile",
+            (*base, refinement),
+            "x",
+            aspect="a",
+            differences=_VALUES,
         )
         assert refined.signature == plain.signature
 
 
 @pytest.mark.parametrize(
-    ("line", "aspect"),
+    ("fields", "aspect"),
     [
+        ({"locus": "output", "prop": "values", "index": 1}, "output N: values"),
+        ({"locus": "input", "prop": "values", "name": "a3"}, "input <arg> after the call: values"),
         (
-            "call 0: output 1: values differ: expected [1, 2.5], got [0, 3]",
-            "output N: values differ",
+            {"locus": "output", "prop": "requires_grad", "index": 0, "expected": True},
+            "output N.requires_grad True",
         ),
         (
-            "call 3: input a0 after the call: values differ: expected [1.], got [0.]",
-            "input <arg> after the call: values differ",
+            {"locus": "output", "prop": "base", "index": 2, "expected": "input:a1"},
+            "output N._base: input",
         ),
-        ("call 0: output 0.requires_grad True vs False", "output N.requires_grad True"),
-        ("call 0: output 2._base: input:a1 vs none", "output N._base: input:<arg>"),
-        ("call 1: grad of p0: shape (2, 3) vs (3,)", "grad of <param>: shape [...]"),
-        ("call 1: grad of a2: shape (5,) vs (3,)", "grad of <arg>: shape [...]"),
+        ({"locus": "grad", "prop": "shape", "name": "self.p0"}, "grad of self.<param>"),
+        ({"locus": "grad2", "prop": "values", "name": "a2"}, "grad of <arg>"),
+        (
+            {"locus": "input", "prop": "stride", "name": "a1._base"},
+            "input <arg>._base after the call: stride",
+        ),
     ],
 )
-def test_aspect_takes_out_indices_values_and_names(line, aspect):
-    assert aspect_of(line) == aspect
+def test_aspect_takes_out_indices_values_and_names(fields, aspect):
+    d = Difference("outputs", "torch.compile", CallRef("plan", 3), actual="whatever", **fields)
+    assert d.aspect == aspect
 
 
 def test_message_normalisation():
@@ -150,13 +187,20 @@ def test_known_bugs_match_by_subset_of_paths():
         ("runtime/a", "runtime/b"),
         "",
         aspect="x",
+        differences=_VALUES,
     ).to_dict()
     assert known.match(f) is None
     known.add(KnownBug(f["coarse"], frozenset({"runtime/a"}), "sig-a"))
     hit = known.match(f)
     assert hit is not None and hit.signature == "sig-a"
     other = Finding(
-        "compile-divergence", "mutation", "torch.compile", ("runtime/b",), "", aspect="x"
+        "compile-divergence",
+        "mutation",
+        "torch.compile",
+        ("runtime/b",),
+        "",
+        aspect="x",
+        differences=_VALUES,
     ).to_dict()
     assert known.match(other) is None  # the known minimal program needs runtime/a
     known.add(KnownBug(f["coarse"], frozenset(), PENDING))
@@ -226,32 +270,13 @@ def test_torch_alone_when_the_file_agrees_with_eager():
 
 
 @pytest.mark.parametrize(
-    ("line", "kind"),
+    ("targets", "in_function", "kind"),
     [
-        (
-            "2 backward nodes name no forward node: slice_backward (aten.slice_backward.default)"
-            ", add (aten.add.Tensor); seq_nr [4] is in neither ...",
-            "backward nodes name no forward node (view replay)",
-        ),
-        (
-            "1 backward nodes name no forward node: mul_2 (aten.mul.Tensor); seq_nr [7] is ...",
-            "backward nodes name no forward node (compute)",
-        ),
-        (
-            "3 backward nodes name no forward node: with_effects (with_effects); seq_nr [2] ...",
-            "backward nodes name no forward node (effect tokens)",
-        ),
-        (
-            "backward node mul (aten.mul.Tensor) has no seq_nr (None)",
-            "a backward node has no seq_nr",
-        ),
-        (
-            "by seq_nr, backward group 1 of the compiled graph maps to forward ['sin']; ...",
-            "the backward order by seq_nr differs from eager's",
-        ),
+        (["aten.mul.Tensor"], False, "compute"),
+        (["with_effects"], False, "effect tokens"),
+        (["aten.slice.Tensor", "aten.mul.Tensor"], False, "view replay"),
+        (["with_effects"], True, "custom autograd.Function backward"),
     ],
 )
-def test_seq_nr_findings_are_keyed_by_mapping_kind(line, kind):
-    from oracles.seq_nr import mapping_kind
-
-    assert mapping_kind(line) == kind
+def test_unmapped_seq_nr_nodes_are_classed_by_what_they_are(targets, in_function, kind):
+    assert unmapped_class(targets, in_function) == kind

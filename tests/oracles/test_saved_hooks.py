@@ -11,7 +11,7 @@ import torch
 
 import oracles
 from generators._spec import CallPlan
-from oracles._calls import diff_saved_hooks
+from oracles._calls import PairContext, diff_saved_hooks
 from pyfy_fuzz.observe import CallObs
 from pyfy_fuzz.repro import render_repro
 
@@ -62,15 +62,18 @@ def test_tensors_packed_and_never_unpacked_are_found() -> None:
 
 def test_an_unpack_of_what_no_pack_returned_is_found_unless_eager_did_it_too() -> None:
     ref, got = CallObs(0, None, saved_hooks=(3, 0, 0)), CallObs(0, None, saved_hooks=(2, 0, 1))
-    assert diff_saved_hooks(ref, got) == [
-        "saved-tensor hooks: 1 unpacks of objects no pack returned"
-    ]
-    assert diff_saved_hooks(replace(ref, saved_hooks=(3, 0, 2)), got) == []
-    assert diff_saved_hooks(ref, replace(got, saved_hooks=None)) == []
+    ev = evidence(HOOKED)
+    compiled, file = PairContext(ev, "torch.compile", True), PairContext(ev, "pythonify", True)
+
+    def said(ref: CallObs, got: CallObs, ctx: PairContext) -> list[tuple[str, object]]:
+        return [(d.prop, d.actual) for d in diff_saved_hooks(ref, got, ctx)]
+
+    assert said(ref, got, compiled) == [("foreign_unpacks", 1)]
+    assert said(replace(ref, saved_hooks=(3, 0, 2)), got, compiled) == []
+    assert said(ref, replace(got, saved_hooks=None), compiled) == []
     # pythonify against torch.compile (strict): the same graphs pack the same tensors
-    said = "saved-tensor hooks: 3 tensors packed vs 2"
-    assert diff_saved_hooks(ref, replace(got, saved_hooks=(2, 0, 0)), strict=True) == [said]
-    assert diff_saved_hooks(ref, replace(got, saved_hooks=(2, 0, 0))) == []
+    assert said(ref, replace(got, saved_hooks=(2, 0, 0)), file) == [("packed", 2)]
+    assert said(ref, replace(got, saved_hooks=(2, 0, 0)), compiled) == []
 
 
 def test_the_repro_installs_the_logging_hooks_and_compares_the_promises() -> None:

@@ -499,3 +499,45 @@ def test_a_capture_that_fails_runs_eagerly_and_says_why() -> None:
     assert runner.num_captures == 0 and runner.graphs == {}
     (out,) = runner([x])  # every later call: eager, without a capture attempt
     assert torch.equal(out, x * 2) and runner.num_eager_runs == 1
+
+
+def test_an_emulated_capture_draws_no_random_numbers(rt: dict[str, Any]) -> None:
+    """A capture computes nothing, random draws included: each call of the file draws one
+    call's numbers, as eager and torch.compile (which ignores the mode on aot_eager) do. Found
+    by the campaign: pythonify-divergence.outputs.e51b, randn_like drawn once more before the
+    first replay."""
+
+    def boxed(args: list[Any]) -> list[Any]:
+        return [torch.randn_like(args[0]) + args[0]]
+
+    runner = _runner(rt, boxed, warmup_runs=1)
+    x = torch.zeros(3)
+    torch.manual_seed(0)
+    got = [runner([x])[0].clone() for _ in range(4)]  # warm-up, capture + replay, replays
+    torch.manual_seed(0)
+    want = [torch.randn_like(x) for _ in range(4)]
+    assert _counters(runner) == (1, 1, 3)
+    for g, w in zip(got, want, strict=True):
+        assert torch.equal(g, w)
+
+
+def test_the_file_under_reduce_overhead_on_cpu_draws_what_torch_compile_draws(
+    tmp_path: Path,
+) -> None:
+    """aot_eager on CPU ignores mode="reduce-overhead"; the file emulates the replay, and must
+    still give torch.compile's random numbers, call by call."""
+
+    def f(x):
+        return torch.randn_like(x) * x
+
+    torch._dynamo.reset()
+    res = pythonify(f, (torch.ones(4),), tmp_path / "rng.py", mode="reduce-overhead")
+    mod = load(res.path, bind=f)
+    compiled = torch.compile(f, backend="aot_eager", mode="reduce-overhead")
+    torch.manual_seed(7)
+    want = [compiled(torch.ones(4)) for _ in range(4)]
+    torch.manual_seed(7)
+    got = [mod.call(torch.ones(4)).clone() for _ in range(4)]
+    assert mod._cudagraph_inference.num_replays >= 1
+    for g, w in zip(got, want, strict=True):
+        assert torch.equal(g, w)

@@ -303,7 +303,9 @@ class _EmulatedCUDAGraph:
     writes each result into the SAME static output tensor with `copy_` (storage reused). So
     exactly as on a GPU: new values reach the graph only by being copied into its static input
     buffers, a caller holding a static output sees it change at every replay, and capture itself
-    computes nothing (inputs are restored afterwards, outputs hold NaN/garbage until replayed).
+    computes nothing (inputs are restored afterwards, outputs hold NaN/garbage until replayed,
+    the CPU generator is where it was: a capture draws no random numbers, so each call of the
+    file draws exactly one call's numbers, as torch.compile does where it ignores the mode).
     The callable runs on `.data` aliases of the inputs, so, like a replayed kernel, it changes
     memory without bumping autograd version counters.
 
@@ -333,7 +335,8 @@ class _EmulatedCUDAGraph:
         memory = [x.data if isinstance(x, torch.Tensor) else x for x in static_inputs]
         with torch.no_grad():
             before = [_cg_static_buffer(x) if isinstance(x, torch.Tensor) else None for x in memory]
-        outs = fn(list(memory))
+        with torch.random.fork_rng(devices=[]):  # capture draws no random numbers
+            outs = fn(list(memory))
         outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
         with torch.no_grad():  # capture records, it does not compute: undo any writes
             for x, saved in zip(memory, before, strict=True):

@@ -1,0 +1,72 @@
+"""torch.compile (aot_eager): the hooks that run differ from eager (hooks: ran)
+python repro.py: exit 1: the bug is present, 0: fixed, 2: another error, 3: the reference raises."""
+
+import os
+import sys
+
+import torch
+from torch.utils._pytree import tree_leaves
+sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2))  # another error: 2
+
+HOOK_LOG = []
+
+def _log_node_pre(grad_outputs):
+    HOOK_LOG.append(("node pre", len(grad_outputs)))
+
+def _log_node(grad_inputs, grad_outputs):
+    HOOK_LOG.append(("node", len(grad_inputs), len(grad_outputs)))
+
+def _hook_grad_fns(args):
+    # a logging hook and pre-hook on the grad_fn of each non-leaf tensor argument
+    for a in torch.utils._pytree.tree_leaves(args):
+        if isinstance(a, torch.Tensor) and a.grad_fn is not None:
+            a.grad_fn.register_prehook(_log_node_pre)
+            a.grad_fn.register_hook(_log_node)
+
+def take_hook_log():
+    """The hooks that ran since the last call, in order (the program's HOOK_LOG)."""
+    out = list(HOOK_LOG)
+    HOOK_LOG.clear()
+    return out
+
+def f(a0, a1):
+    v0 = a1.tanh()
+    a0.zero_()
+    return v0, None
+
+def make_inputs(seed=0):  # the values pyfy-fuzz drew
+    g = torch.Generator().manual_seed(seed)
+    a0 = torch.randn((4, 0), generator=g).requires_grad_().clone()  # a non-leaf
+    a1 = torch.randn((), generator=g).requires_grad_()
+    return a0, a1
+
+def observe(fn):
+    args = make_inputs()
+    _hook_grad_fns(args)  # as pyfy-fuzz's drive
+    retain_grads(args)
+    out = fn(*args)
+    diff = [o for o in tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
+    g = torch.Generator().manual_seed(1000)
+    loss = sum((o * torch.randn(o.shape, generator=g).to(o.dtype)).sum() for o in diff)
+    if diff:
+        loss.backward()
+    return sorted(take_hook_log())
+
+def retain_grads(args, skip=()):
+    """Non-leaf arguments requiring grad keep their .grad, as pyfy-fuzz's drive asks (but
+    those in `skip`, changed in place by a metadata op: eager asserts on those)."""
+    for k, a in enumerate(args):
+        if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf and k not in skip:
+            a.retain_grad()
+
+try:
+    expected = observe(f)
+except Exception as e:  # eager raises: no bug to show
+    print(f"eager raises {e!r:.300}")
+    raise SystemExit(3) from None
+actual = observe(torch.compile(f, backend="aot_eager"))
+print(f"eager:         {expected}")
+print(f"torch.compile: {actual}")
+if actual != expected:
+    raise SystemExit("BUG: the hooks that ran (any order): torch.compile differs from eager")
+print("same: the bug is fixed")

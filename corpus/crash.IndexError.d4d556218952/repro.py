@@ -1,0 +1,41 @@
+"""torch.compile (aot_eager): raises IndexError where eager runs: list index out of range
+python repro.py: exit 1: the bug is present, 0: fixed, 2: another error, 3: the reference raises."""
+
+import os
+import sys
+
+import torch
+from functorch.compile import min_cut_rematerialization_partition, nop
+from torch._functorch.aot_autograd import aot_function
+sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2))  # another error: 2
+
+def f(a0, a1):
+    with torch.inference_mode():
+        a0.add_(1)
+    v0 = a0.sin()
+    return v0
+
+def make_inputs(seed=0):  # the values pyfy-fuzz drew
+    g = torch.Generator().manual_seed(seed)
+    a0 = torch.randn((), generator=g).requires_grad_()
+    a1 = a0  # the same tensor again
+    return a0, a1
+
+compiled = aot_function(  # the AOT front-end, without Dynamo
+    f, fw_compiler=nop, bw_compiler=nop, keep_inference_input_mutations=True,
+    partition_fn=min_cut_rematerialization_partition,
+)
+try:
+    f(*make_inputs())  # eager runs
+except Exception as e:  # eager raises: no bug to show
+    print(f"eager raises {e!r:.300}")
+    raise SystemExit(3) from None
+try:
+    compiled(*make_inputs())
+except Exception as e:
+    e = getattr(e, "inner_exception", None) or e  # what the compiler raised
+    if not (type(e).__name__ == 'IndexError' and 'list index out of range' in str(e)):
+        print(f"another error, not this bug: {e!r:.300}")
+        raise SystemExit(2) from None
+    raise SystemExit(f"BUG: torch.compile raises where eager runs: {e!r:.300}") from None
+print("torch.compile runs too: the bug is fixed")

@@ -1,0 +1,34 @@
+"""torch.compile (aot_eager): raises BackendCompilerFailed(RuntimeError) where eager runs: one of the variables needed for gradient computation has been modified by an inplace operation
+python repro.py: exit 1: the bug is present, 0: fixed, 2: another error, 3: the reference raises."""
+
+import os
+import sys
+
+import torch
+sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2))  # another error: 2
+
+def f(a0):
+    v0 = a0.sigmoid()
+    with torch.no_grad():
+        v0.fill_(2)
+    return v0
+
+def make_inputs(seed=0):  # the values pyfy-fuzz drew
+    g = torch.Generator().manual_seed(seed)
+    a0 = torch.randn((2, 1), generator=g).requires_grad_().clone()  # a non-leaf
+    return a0,
+
+try:
+    f(*make_inputs())  # eager runs
+except Exception as e:  # eager raises: no bug to show
+    print(f"eager raises {e!r:.300}")
+    raise SystemExit(3) from None
+try:
+    torch.compile(f, backend="aot_eager", mode="reduce-overhead")(*make_inputs())
+except Exception as e:
+    e = getattr(e, "inner_exception", None) or e  # what the compiler raised
+    if not (type(e).__name__ == 'RuntimeError' and 'one of the variables needed for gradient computation has been modified by an inplace operation' in str(e)):
+        print(f"another error, not this bug: {e!r:.300}")
+        raise SystemExit(2) from None
+    raise SystemExit(f"BUG: torch.compile raises where eager runs: {e!r:.300}") from None
+print("torch.compile runs too: the bug is fixed")
