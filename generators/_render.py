@@ -224,13 +224,16 @@ class MirrorTensor(torch.Tensor):
     """A traceable wrapper subclass around one inner tensor with a constant tag."""
 
     @staticmethod
-    def __new__(cls, inner, tag):
+    def __new__(cls, inner, tag, outer_size=None, outer_stride=None):
+        # the outer geometry torch asks for when it rebuilds the subclass (__tensor_unflatten__)
         return torch.Tensor._make_wrapper_subclass(
-            cls, inner.shape, strides=inner.stride(), storage_offset=inner.storage_offset(),
+            cls, outer_size if outer_size is not None else inner.shape,
+            strides=outer_stride if outer_stride is not None else inner.stride(),
+            storage_offset=inner.storage_offset(),
             dtype=inner.dtype, device=inner.device, requires_grad=inner.requires_grad,
         )
 
-    def __init__(self, inner, tag):
+    def __init__(self, inner, tag, outer_size=None, outer_stride=None):
         self.inner = inner
         self.tag = tag
 
@@ -242,7 +245,7 @@ class MirrorTensor(torch.Tensor):
 
     @staticmethod
     def __tensor_unflatten__(inner_tensors, ctx, outer_size, outer_stride):
-        return MirrorTensor(inner_tensors["inner"], ctx)
+        return MirrorTensor(inner_tensors["inner"], ctx, outer_size, outer_stride)
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args, kwargs=None):
@@ -648,6 +651,17 @@ def variant_changes(spec: ProgramSpec, variant: str | None = None) -> bool:
     variant = spec.plan.variant if variant is None else variant
     tokens = variant_tokens(variant)
     return _builds(spec, tokens) and any(_token_changes(spec, t) for t in tokens)
+
+
+def effective_variant(spec: ProgramSpec, variant: str | None) -> str | None:
+    """`variant` less the relationships that change nothing for this program (a `leaf` where
+    no argument requires grad): what the call really changes, which names its bug (Note
+    [Variant-call identity] in oracles/guards.py: an `aliasing+leaf` call that only changes
+    aliasing ran on the graph compiled for other aliasing, like an `aliasing` one). `again`
+    stays: it passes the call before's very tensors whatever else it changes."""
+    tokens = variant_tokens(variant)
+    kept = [t for t in tokens if t == "again" or _token_changes(spec, t)]
+    return "+".join(kept) if kept else variant
 
 
 def _builds(spec: ProgramSpec, tokens: tuple[str, ...]) -> bool:

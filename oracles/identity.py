@@ -58,6 +58,9 @@ PENDING = "pending"
 REUSED_ALIASING = "variant call (aliasing): ran on the graph compiled for other aliasing"
 
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
+# The module a generated program is imported under (generators.materialize: one per program,
+# named by its hash): its classes (MirrorTensor) are the same class in every program.
+_PROGRAM_MODULE = re.compile(r"\bpyfy_program_[0-9a-f]+\.")
 _PATH = re.compile(r"(/[\w.\-]+){2,}")
 # Value names of generated programs (a0 argument, p0 parameter, b0 buffer, v3 intermediate)
 # and of FX graphs (primals_1, arg0_1, getitem_3, view_2, tangents_1).
@@ -94,6 +97,7 @@ def normalise_message(message: str) -> str:
     cut = text.find(": ", _HEADLINE_MIN)
     if cut > 0:
         text = text[:cut]
+    text = _PROGRAM_MODULE.sub("", text)
     text = _HEX.sub("0x?", text)
     text = _SYMBOL.sub("N", text)
     text = _PATH.sub("<path>", text)

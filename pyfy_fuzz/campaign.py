@@ -748,7 +748,7 @@ class Campaign:
                 code, tail = check_repro(path, timeout=REPRO_TIMEOUT_S, stop=self._repro_stop)
             except ReproStopped:
                 continue
-            record = repro_record(path, code, tail)
+            record = repro_record(path, code, tail, kind)
             self._repro_verdicts[sig] = record["verdict"]
             self.corpus.annotate(sig, {"repro": record})
 

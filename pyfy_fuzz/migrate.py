@@ -235,7 +235,7 @@ def migrate(
         if case["kind"] != "hang" and case["migrated_by"] != "kept":  # the new repro.py, run
             # where pyfy-fuzz cannot be imported
             code, tail = check_repro(path)
-            corpus.annotate(sig, {"repro": repro_record(path, code, tail)})
+            corpus.annotate(sig, {"repro": repro_record(path, code, tail, case["kind"])})
     return report
 
 
@@ -258,7 +258,7 @@ def render(root: Path) -> list[tuple[str, list[str], str | None]]:
         changed = corpus.refresh(sig, entry_files(e.case, has_pythonified=has_file))
         verdict = None
         if "repro.py" in changed and e.case["kind"] != "hang":
-            record = repro_record(e.path, *check_repro(e.path))
+            record = repro_record(e.path, *check_repro(e.path), e.case["kind"])
             corpus.annotate(sig, {"repro": record})
             verdict = str(record["verdict"])
         done.append((sig, changed, verdict))

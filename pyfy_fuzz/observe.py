@@ -30,6 +30,7 @@ import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from generators import Program
+from generators.source import effective_variant
 
 __all__ = [
     "AliasObs",
@@ -756,6 +757,9 @@ def _variant_call(program: Program, target: Target, variant: str) -> CallObs:
     obs, _ = observe_call(program, target, 0, variant)
     return replace(
         obs,
+        # what the call changes, as the oracles name it (a relationship that changes nothing
+        # for this program is left out: generators' effective_variant)
+        variant=effective_variant(program.spec, variant),
         recompiled=_dynamo_graphs() > graphs,
         recompile_reasons=_guard_failures_since(reasons),
     )

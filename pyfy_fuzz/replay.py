@@ -203,7 +203,7 @@ def _check_repro(e: Entry, timeout: float) -> str:
     from .repro import check_repro, repro_record
 
     code, tail = check_repro(e.path, timeout=timeout)
-    record = repro_record(e.path, code, tail)
+    record = repro_record(e.path, code, tail, e.case["kind"])
     corpus = Corpus(e.path.parent)
     corpus.entries[e.signature] = e
     corpus.annotate(e.signature, {"repro": record})

@@ -93,10 +93,13 @@ _NEEDS: dict[Callable[..., Any], tuple[Callable[..., Any], ...]] = {
 # exception's type and the words of its message. 0: fixed. 2: something else raised (an
 # error the script does not check -- never "the bug", which an uncaught exception's exit 1
 # would claim). 3: the reference (eager; torch.compile for the file) raises where the check
-# needs its result: no bug to show, not a bug report.
+# needs its result: no bug to show, not a bug report. One excepthook does both, at no cost in
+# lines: the reference's result is always bound to `expected` (a crash's reference run too),
+# so an uncaught error before that name exists is the reference's (or its inputs').
 _EXCEPTHOOK = (
-    "sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2))"
-    "  # another error: 2"
+    "# an error this script does not check exits 2; 3 while the reference runs (no bug to show)\n"
+    "sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), "
+    'os._exit(2 if "expected" in globals() else 3))'
 )
 REFERENCE_RAISES = 3
 
@@ -668,7 +671,7 @@ class _Repro:
             same = " and ".join(checks) or "True"
             return [
                 *setup,
-                *self._reference_runs(f"{call(ref)}  # {ref_label} runs", ref_label),
+                f"expected = {call(ref)}  # {ref_label} runs",
                 "try:",
                 f"    {call(got)}",
                 "except Exception as e:",
@@ -680,14 +683,7 @@ class _Repro:
                 f'print("{got_label} runs too: the bug is fixed")',
             ]
         run = "outcome" if check.compare == "raises" and not check.fact else "observe"
-        if check.compare == "raises":  # what each side raises is the comparison itself
-            lines = [*setup, f"expected = {run}({ref})", f"actual = {run}({got})"]
-        else:
-            lines = [
-                *setup,
-                *self._reference_runs(f"expected = {run}({ref})", ref_label),
-                f"actual = {run}({got})",
-            ]
+        lines = [*setup, f"expected = {run}({ref})", f"actual = {run}({got})"]
         if check.compare == "later":
             return lines + self._verdict_later(rl, gl, ref_label, got_label)
         fmt = "!r:.300" if check.compare == "raises" else ""
@@ -719,16 +715,6 @@ class _Repro:
             'print("same: the bug is fixed")',
         ]
 
-    def _reference_runs(self, line: str, ref_label: str) -> list[str]:
-        """The reference's call, exiting 3 where it raises (Note [A repro's exit codes])."""
-        return [
-            "try:",
-            f"    {line}",
-            f"except Exception as e:  # {ref_label} raises: no bug to show",
-            f'    print(f"{ref_label} raises {{e!r:.300}}")',
-            f"    raise SystemExit({REFERENCE_RAISES}) from None",
-        ]
-
     def _raised(self) -> tuple[str, str]:
         """(type name, words of its message) of the exception the finding is identified by:
         the type as the compiler raised it, and the longest run of the normalised message
@@ -736,11 +722,15 @@ class _Repro:
         diffs = self.finding.get("differences") or ()
         exc = (diffs[0].get("exc") or {}) if diffs else {}
         exc_type = identity_type(str(exc.get("type") or self.finding.get("exc_type") or ""))
-        raw = str(exc.get("message", ""))
+        # the message as str(e) gives it: a compiler failure's "<Type>: " prefix taken off
+        raw = re.sub(r"^\w+(Error|Exception|Failure): ", "", str(exc.get("message", "")))
         message = normalise_message(raw) if raw else str(self.finding.get("message") or "")
         runs = re.split(r"\bN\b|\[\.\.\.\]|<\w+>|0x\?|\w*N_N\w*", message)
-        words = max((r.strip(" :;,.'\"") for r in runs), key=len, default="")
-        return exc_type, words if words and (not raw or words in raw) else ""
+        found = [w for r in runs if (w := r.strip(" :;,.'\"")) and (not raw or w in raw)]
+        if not found:  # e.g. a class of the program's module, which a script has in __main__
+            runs = re.split(r"\d+|\bpyfy_program_[0-9a-f]+\.", raw)
+            found = [w for r in runs if (w := r.strip(" :;,.'\"[]()<>"))]
+        return exc_type, max(found, key=len, default="")
 
     def _main_skips(self, setup: list[str], ref: str, got: str, rl: str, gl: str) -> list[str]:
         """Note [Where the file replays, torch replays]: torch counts the graphs its
@@ -881,14 +871,14 @@ _BLOCKED = ("pyfy_fuzz", "generators", "oracles")
 # Runs repro.py as __main__ with pyfy-fuzz's own packages unimportable (an editable install
 # would find them even under -I). An exception the script does not catch is no verdict: 2.
 _BOOTSTRAP = (
-    "import runpy, sys, traceback\n"
+    "import runpy, sys\n"
     f"for name in {_BLOCKED!r}:\n"
     "    sys.modules[name] = None\n"
     "sys.argv = ['repro.py']\n"
     "try:\n"
     "    runpy.run_path('repro.py', run_name='__main__')\n"
     "except Exception:\n"
-    "    traceback.print_exc()\n"
+    "    sys.excepthook(*sys.exc_info())  # the script's own: 2, or 3 while the reference runs\n"
     "    sys.exit(2)\n"
 )
 
@@ -935,8 +925,11 @@ class ReproStopped(Exception):
     """check_repro was told to stop before the repro finished (the campaign ended)."""
 
 
-def repro_record(entry_dir: Path, code: int | None, tail: str) -> dict[str, Any]:
-    """What case.json keeps of a check_repro run: whether the repro shows the bug on its own."""
+def repro_record(
+    entry_dir: Path, code: int | None, tail: str, kind: str | None = None
+) -> dict[str, Any]:
+    """What case.json keeps of a check_repro run: whether the repro shows the bug on its own.
+    For an interpreter crash the process dying by a signal is the bug (`kind`)."""
     verdicts = {
         None: "timeout",
         0: "passes",
@@ -944,7 +937,10 @@ def repro_record(entry_dir: Path, code: int | None, tail: str) -> dict[str, Any]
         2: "error",
         REFERENCE_RAISES: "reference raises",
     }
-    verdict = verdicts.get(code, "interpreter died" if code is not None and code < 0 else "error")
+    died = code is not None and code < 0
+    verdict = verdicts.get(code, "interpreter died" if died else "error")
+    if died and kind == "interpreter-crash":
+        verdict = "reproduces"  # the interpreter dies: that is the finding
     return {
         "exit_code": code,
         "verdict": verdict,

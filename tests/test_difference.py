@@ -224,3 +224,18 @@ def test_runtime_error_frame_is_not_identity() -> None:
         == crash("BackendCompilerFailed(RuntimeError)", "torch/b.py:g").coarse
     )
     assert crash("IndexError", "torch/a.py:f").coarse != crash("IndexError", "torch/b.py:g").coarse
+
+
+def test_a_seq_nr_break_is_one_entry_per_mapping_kind() -> None:
+    """Metadata: which wrappers a program went through does not change which rule its graphs
+    break, so the paths are not part of a seq_nr finding's identity (the 10-minute campaign
+    saved one view-replay break twice, by paths alone)."""
+    d = Difference(
+        "seq_nr", "torch.compile", CallRef("plan", 0), "seq_nr", "unmapped",
+        kind_detail="view replay", note="n",
+    )  # fmt: skip
+    made = [
+        Finding("compile-divergence", "seq_nr", "torch.compile", paths, "", differences=(d,))
+        for paths in (("runtime/output/is_input",), ("runtime/output/alias_of_input",))
+    ]
+    assert made[0].signature == made[1].signature and made[0].identity_paths == ()

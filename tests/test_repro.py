@@ -42,6 +42,7 @@ from generators._spec import (
     ViewStep,
 )
 from generators.source import RELATE_FUNCTIONS
+from pyfy_fuzz._repro_check import read_check
 from pyfy_fuzz.entry import entry_files, readme
 from pyfy_fuzz.observe import bitwise_equal
 from pyfy_fuzz.pythonify import pythonify
@@ -692,8 +693,9 @@ def test_a_crash_where_eager_runs_calls_eager_then_the_compile_in_a_try() -> Non
         VIEW_OF_A_VIEW, finding("crash", "exceptions", TC, line), backend="aot_eager"
     )
     _well_formed(inline)
-    assert "\ntry:\n    f(*make_inputs())  # eager runs\nexcept Exception" in inline
-    assert "    raise SystemExit(3) from None\n" in inline  # eager raising is no bug report
+    assert "\nexpected = f(*make_inputs())  # eager runs\ntry:\n" in inline
+    # eager raising is no bug report: exit 3 while `expected` is unbound (its excepthook)
+    assert 'os._exit(2 if "expected" in globals() else 3)' in inline
     assert '    torch.compile(f, backend="aot_eager")(*make_inputs())\n' in inline
     # exit 1 only for the finding's own exception: its type and the words of its message
     assert "if not (type(e).__name__ == 'AssertionError' and 'boom' in str(e)):" in inline
@@ -701,7 +703,7 @@ def test_a_crash_where_eager_runs_calls_eager_then_the_compile_in_a_try() -> Non
     with_backward = render_repro(*CASES[1][1:], backend="aot_eager")  # "exceptions"
     _well_formed(with_backward)
     assert "def run(fn):" in with_backward and "loss.backward()" in with_backward
-    assert "\n    run(f)  # eager runs\n" in with_backward
+    assert "\nexpected = run(f)  # eager runs\n" in with_backward
     both = finding(
         CD,
         "exceptions",
@@ -901,6 +903,9 @@ def test_check_repro_runs_without_pyfy_fuzz_and_says_what_it_could_not(tmp_path:
     assert repro_record(ok, 0, "")["verdict"] == "passes"
     assert repro_record(slow, None, "")["verdict"] == "timeout"
     assert repro_record(slow, -11, "")["verdict"] == "interpreter died"
+    # an interpreter crash's repro shows its bug by dying (the campaign's de9a entry)
+    assert repro_record(slow, -11, "", "interpreter-crash")["verdict"] == "reproduces"
+    assert repro_record(slow, 1, "", "interpreter-crash")["verdict"] == "reproduces"
 
 
 def _expected_torch_bugs() -> list[Path]:
@@ -1151,18 +1156,26 @@ def test_check_repro_stops_when_told_and_leaves_no_process(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
-def test_a_crash_repro_exits_1_for_its_own_exception_and_2_for_another(tmp_path: Path) -> None:
+def test_a_crash_repro_exits_1_for_its_own_exception_2_for_another_3_for_eagers(
+    tmp_path: Path,
+) -> None:
     """Note [A repro's exit codes]: exit 1 proves the finding's own exception (its type and
-    the words of its message); any other error is 'not reproduced' (2), never 1."""
+    the words of its message); any other error is 'not reproduced' (2), never 1; the
+    reference raising is 3."""
     entry = CORPUS / "crash.RuntimeError.fab079acb56d"  # expand: ... too few dimensions!
     case = _case(entry)
     own = _write(tmp_path / "own", _render_case(case))
     d = dict(case["differences"][0])
     d["exc"] = {**d["exc"], "message": "a message torch never raises here"}
     other = _write(tmp_path / "other", _render_case({**case, "differences": [d]}))
-    runs = dict(zip(("own", "other"), map(check_repro, (own, other)), strict=True))
+    # the reference raising (here: its program refuses) is no bug report: exit 3
+    refusing = _render_case(case).replace("def f(a0):\n", "def f(a0):\n    assert False\n", 1)
+    eager = _write(tmp_path / "eager", refusing)
+    scripts = ("own", "other", "eager")
+    runs = dict(zip(scripts, map(check_repro, (own, other, eager)), strict=True))
     assert runs["own"][0] == 1 and "BUG:" in runs["own"][1], runs["own"]
     assert runs["other"][0] == 2 and "another error, not this bug" in runs["other"][1], runs
+    assert runs["eager"][0] == 3 and "AssertionError" in runs["eager"][1], runs["eager"]
 
 
 def test_a_crash_repro_checks_the_differences_exception_not_the_findings_key() -> None:
@@ -1176,3 +1189,50 @@ def test_a_crash_repro_checks_the_differences_exception_not_the_findings_key() -
     source = render_repro(ALIASED, found, backend="aot_eager")
     _well_formed(source)
     assert "type(e).__name__ == 'RuntimeError' and 'out of bounds for storage of size'" in source
+
+
+def test_a_compiler_failures_words_are_checked_as_str_gives_them() -> None:
+    """BackendCompilerFailed records "RuntimeError: <message>"; str() of what the compiler
+    raised has no such prefix, so the check's words must not either (a re-render of the
+    checked-in U1 entry said "another error" for its own exception)."""
+    message = "RuntimeError: While executing unfold, functionalization encountered a tensor"
+    exc = ExcFacts("BackendCompilerFailed(RuntimeError)", message, "call")
+    found = finding("crash", "exceptions", TC, D("exceptions", "exception", "raised", exc=exc))
+    source = render_repro(PLAIN, found, backend="aot_eager")
+    assert "'While executing unfold, functionalization encountered a tensor' in str(e)" in source
+
+
+def _saved_runs(root: Path) -> dict[str, tuple[int | None, str]]:
+    """Every rendered checked-in entry's own repro.py, run alone, two at a time."""
+    entries = [e for e in ENTRIES if _case(e)["kind"] != "hang"]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip((e.name for e in entries), pool.map(check_repro, entries), strict=True))
+
+
+@pytest.fixture(scope="module")
+def saved_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int | None, str]]:
+    return _saved_runs(tmp_path_factory.mktemp("saved"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda p: p.name)
+def test_every_checked_in_repro_shows_its_own_finding(
+    entry: Path, saved_runs: dict[str, tuple[int | None, str]]
+) -> None:
+    """The entry's repro.py as checked in, run where pyfy-fuzz cannot be imported: a torch
+    bug exits 1 with a BUG line naming the entry's own first difference (the check read off
+    its identity), an interpreter crash dies; a fixed bug of ours exits 0."""
+    case = _case(entry)
+    if case["kind"] == "hang":
+        pytest.skip("a hang's repro runs until its timeout")
+    code, tail = saved_runs[entry.name]
+    if case["expected"] == "pass":
+        assert code == 0, tail
+        return
+    if case["kind"] == "interpreter-crash":
+        assert code is not None and code < 0, tail
+        return
+    assert code == 1 and "BUG: " in tail, tail
+    check = read_check(spec_from_dict(case["spec"]), case)
+    if check.compare in ("values", "equal", "presence", "later"):  # names the property
+        assert check.label in tail, (check.label, tail)

@@ -552,3 +552,97 @@ def test_a_set_beside_another_mutation_of_the_argument_is_refused_by_design():
     r = run_case(s)
     assert r.findings == [], [f.explanation for f in r.findings]
     assert "compile-refuses-set-with-other-mutations" in r.excused, r.excused
+
+
+def test_a_mirror_tensor_rebuilt_with_torchs_outer_stride_is_no_finding() -> None:
+    """MirrorTensor.__tensor_unflatten__ honours the outer size and stride torch asks for, as
+    torch's subclass contract says (the 10-minute campaign of 2026-11-27 saved our subclass
+    returning its inner tensor's stride for an empty (2, 0) view as a torch crash,
+    crash.AssertionError.f40c9f70ebe5: a bug of ours)."""
+    from generators import spec_from_dict
+
+    s = spec_from_dict(
+        {
+            "body": [
+                {"args": ["a1"], "ctx": None, "op": "zero_", "outs": []},
+                {"args": ["a0"], "ctx": None, "op": "sin", "outs": ["v0"]},
+            ],
+            "family": "subclass",
+            "functions": [],
+            "inputs": [
+                {"kind": "root", "of": 0, "root": 0, "value": 0, "views": []},
+                {
+                    "kind": "view",
+                    "of": 0,
+                    "root": 0,
+                    "value": 0,
+                    "views": [
+                        {"args": [2, 1], "op": "reshape"},
+                        {"args": [1, 0, 0, 2], "op": "slice"},
+                    ],
+                },
+            ],
+            "module": None,
+            "outputs": [{"items": [], "kind": "ref", "ref": "v0", "value": 0}],
+            "plan": {"backward": True, "calls": 2, "config": ["debug_assert"]},
+            "roots": [
+                {
+                    "dtype": "float32",
+                    "grad": "none",
+                    "layout": "contiguous",
+                    "shape": [2],
+                    "subclass": "mirror",
+                }
+            ],
+            "version": 1,
+        }
+    )
+    r = run_case(s, backend="aot_eager")
+    assert r.status == "ok", r
+    assert [f for f in r.findings if f.kind == "crash"] == [], [f.explanation for f in r.findings]
+
+
+def test_the_file_regenerates_aliased_outputs_as_torch_does_without_view_replay() -> None:
+    """Under view_replay_for_aliased_outputs=False (the `no_view_replay` knob) torch
+    regenerates an aliased output with as_strided, not by replaying its views; the file did
+    replay them and raised (the 10-minute campaign of 2026-11-27,
+    crash.AssertionError.b7163e17c9ab: a bug of ours)."""
+    from generators import spec_from_dict
+
+    s = spec_from_dict(
+        {
+            "body": [
+                {"args": ["a0", 2], "ctx": None, "op": "fill_", "outs": []},
+                {"args": ["a1", "unfold", 0, 1, 2], "ctx": None, "op": "view", "outs": ["v2"]},
+            ],
+            "family": "synthetic_base",
+            "functions": [],
+            "inputs": [
+                {
+                    "kind": "set_shared",
+                    "of": 0,
+                    "root": 0,
+                    "value": 0,
+                    "views": [{"args": [[3], [1], 6], "op": "as_strided"}],
+                },
+                {
+                    "kind": "set_shared",
+                    "of": 0,
+                    "root": 0,
+                    "value": 0,
+                    "views": [{"args": [[1], [1], 7], "op": "as_strided"}],
+                },
+            ],
+            "module": None,
+            "outputs": [{"items": [], "kind": "ref", "ref": "v2", "value": 0}],
+            "plan": {"backward": False, "calls": 1, "config": ["no_view_replay"]},
+            "roots": [
+                {"dtype": "int64", "grad": "none", "layout": "contiguous", "shape": [3, 1, 3]},
+                {"dtype": "float32", "grad": "none", "layout": "contiguous", "shape": []},
+            ],
+            "version": 1,
+        }
+    )
+    r = run_case(s, backend="aot_eager")
+    assert r.status == "ok", r
+    assert [f.explanation for f in r.findings if f.subject == "pythonify"] == []

@@ -6,7 +6,8 @@ import sys
 
 import torch
 from torch.utils._pytree import tree_leaves
-sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2))  # another error: 2
+# an error this script does not check exits 2; 3 while the reference runs (no bug to show)
+sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2 if "expected" in globals() else 3))
 
 HOOK_LOG = []
 
@@ -59,11 +60,7 @@ def retain_grads(args, skip=()):
         if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf and k not in skip:
             a.retain_grad()
 
-try:
-    expected = observe(f)
-except Exception as e:  # eager raises: no bug to show
-    print(f"eager raises {e!r:.300}")
-    raise SystemExit(3) from None
+expected = observe(f)
 actual = observe(torch.compile(f, backend="aot_eager"))
 print(f"eager:         {expected}")
 print(f"torch.compile: {actual}")

@@ -5,7 +5,8 @@ import os
 import sys
 
 import torch
-sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2))  # another error: 2
+# an error this script does not check exits 2; 3 while the reference runs (no bug to show)
+sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2 if "expected" in globals() else 3))
 
 def f(a0, a1):
     with torch.no_grad():
@@ -26,11 +27,7 @@ def observe(fn):
     out = fn(*make_inputs())
     return out[0]
 
-try:
-    expected = observe(f)
-except Exception as e:  # eager raises: no bug to show
-    print(f"eager raises {e!r:.300}")
-    raise SystemExit(3) from None
+expected = observe(f)
 actual = observe(torch.compile(f, backend="aot_eager", dynamic=True))
 print(f"eager:         {expected}")
 print(f"torch.compile: {actual}")

@@ -6,7 +6,8 @@ import sys
 import tempfile
 
 import torch
-sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2))  # another error: 2
+# an error this script does not check exits 2; 3 while the reference runs (no bug to show)
+sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2 if "expected" in globals() else 3))
 
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp()  # cold
 
@@ -43,11 +44,7 @@ def moved(args, before):
     now = versions(args)
     return [n for n in before if now[n] != before[n]]
 
-try:
-    expected = observe(f)
-except Exception as e:  # eager raises: no bug to show
-    print(f"eager raises {e!r:.300}")
-    raise SystemExit(3) from None
+expected = observe(f)
 actual = observe(torch.compile(f, backend="inductor"))
 print(f"eager:         {expected}")
 print(f"torch.compile: {actual}")

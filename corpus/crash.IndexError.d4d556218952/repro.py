@@ -7,7 +7,8 @@ import sys
 import torch
 from functorch.compile import min_cut_rematerialization_partition, nop
 from torch._functorch.aot_autograd import aot_function
-sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2))  # another error: 2
+# an error this script does not check exits 2; 3 while the reference runs (no bug to show)
+sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2 if "expected" in globals() else 3))
 
 def f(a0, a1):
     with torch.inference_mode():
@@ -25,11 +26,7 @@ compiled = aot_function(  # the AOT front-end, without Dynamo
     f, fw_compiler=nop, bw_compiler=nop, keep_inference_input_mutations=True,
     partition_fn=min_cut_rematerialization_partition,
 )
-try:
-    f(*make_inputs())  # eager runs
-except Exception as e:  # eager raises: no bug to show
-    print(f"eager raises {e!r:.300}")
-    raise SystemExit(3) from None
+expected = f(*make_inputs())  # eager runs
 try:
     compiled(*make_inputs())
 except Exception as e:

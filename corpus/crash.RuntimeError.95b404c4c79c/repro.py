@@ -5,7 +5,8 @@ import os
 import sys
 
 import torch
-sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2))  # another error: 2
+# an error this script does not check exits 2; 3 while the reference runs (no bug to show)
+sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2 if "expected" in globals() else 3))
 
 def f(a0):
     v0 = a0.sigmoid()
@@ -18,11 +19,7 @@ def make_inputs(seed=0):  # the values pyfy-fuzz drew
     a0 = torch.randn((2, 1), generator=g).requires_grad_().clone()  # a non-leaf
     return a0,
 
-try:
-    f(*make_inputs())  # eager runs
-except Exception as e:  # eager raises: no bug to show
-    print(f"eager raises {e!r:.300}")
-    raise SystemExit(3) from None
+expected = f(*make_inputs())  # eager runs
 try:
     torch.compile(f, backend="aot_eager", mode="reduce-overhead")(*make_inputs())
 except Exception as e:

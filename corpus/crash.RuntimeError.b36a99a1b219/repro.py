@@ -5,7 +5,8 @@ import os
 import sys
 
 import torch
-sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2))  # another error: 2
+# an error this script does not check exits 2; 3 while the reference runs (no bug to show)
+sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2 if "expected" in globals() else 3))
 
 def f(a0, a1):
     a0.sin_()
@@ -28,16 +29,12 @@ def run(fn):
     for seed, make in ((0, make_inputs), (0, make_variant_inputs)):  # the last breaks the compile's guards
         fn(*make(seed))
 
-try:
-    run(f)  # eager runs
-except Exception as e:  # eager raises: no bug to show
-    print(f"eager raises {e!r:.300}")
-    raise SystemExit(3) from None
+expected = run(f)  # eager runs
 try:
     run(torch.compile(f, backend="aot_eager", dynamic=True))
 except Exception as e:
     e = getattr(e, "inner_exception", None) or e  # what the compiler raised
-    if not (type(e).__name__ == 'RuntimeError'):
+    if not (type(e).__name__ == 'RuntimeError' and 'Expected !size_bytes_is_heap_allocated_ to be true, but got false.  (Could this error message be improved?  If so, please report an enhancement request to PyTorch' in str(e)):
         print(f"another error, not this bug: {e!r:.300}")
         raise SystemExit(2) from None
     raise SystemExit(f"BUG: torch.compile raises where eager runs: {e!r:.300}") from None

@@ -8,7 +8,8 @@ import tempfile
 import torch
 import torch._functorch.config
 from torch.utils._pytree import tree_leaves
-sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2))  # another error: 2
+# an error this script does not check exits 2; 3 while the reference runs (no bug to show)
+sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2 if "expected" in globals() else 3))
 
 torch._functorch.config.force_autograd_cache = True  # the case's configuration: bundled_cache
 torch._functorch.config.bundled_autograd_cache = True  # the case's configuration: bundled_cache
@@ -53,11 +54,7 @@ def fill_cache(compiled, inputs):
 cold = torch.compile(f, backend="aot_eager", dynamic=True)
 fill_cache(cold, make_inputs())  # compiles, then saves the cache entry
 torch._dynamo.reset()  # the compile below is served from the cache
-try:
-    run(f)  # eager runs
-except Exception as e:  # eager raises: no bug to show
-    print(f"eager raises {e!r:.300}")
-    raise SystemExit(3) from None
+expected = run(f)  # eager runs
 try:
     run(torch.compile(f, backend="aot_eager", dynamic=True))
 except Exception as e:

@@ -6,7 +6,8 @@ import sys
 
 import torch
 from torch.utils._pytree import tree_leaves
-sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2))  # another error: 2
+# an error this script does not check exits 2; 3 while the reference runs (no bug to show)
+sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exit(2 if "expected" in globals() else 3))
 
 class Fn0(torch.autograd.Function):
     @staticmethod
@@ -49,11 +50,7 @@ def run(fn):
     if diff:
         loss.backward()
 
-try:
-    run(f)  # eager runs
-except Exception as e:  # eager raises: no bug to show
-    print(f"eager raises {e!r:.300}")
-    raise SystemExit(3) from None
+expected = run(f)  # eager runs
 try:
     run(torch.compile(f, backend="aot_eager"))
 except Exception as e:

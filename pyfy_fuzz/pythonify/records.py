@@ -151,7 +151,13 @@ def output_infos(meta: Any) -> list[OutputInfo]:
                     getattr(o, "requires_grad_for_backward", o.requires_grad)
                 ),
                 is_tensor=isinstance(raw, type) and issubclass(raw, torch.Tensor),
-                view_ops=view_ops(o.view_meta_sequence),
+                # torch replays an aliased output's views only under this flag, read when its
+                # output handlers are built (at compile time); otherwise as_strided
+                view_ops=(
+                    view_ops(o.view_meta_sequence)
+                    if torch._functorch.config.view_replay_for_aliased_outputs
+                    else None
+                ),
             )
         )
     return res

@@ -280,7 +280,9 @@ class Difference:
         if loc == "version":
             return f"input {role(self.name)}: version counter moved {self.expected}"
         if loc == "write":
-            return f"writing into output N: {p}" + (f" {self.expected}" if p == "allowed" else "")
+            if p == "allowed":  # what the reference did: the write allowed, or refused (type)
+                return f"writing into output N in place: {self.expected}"
+            return f"writing into output N: what it changes ({p[8:]})"
         if loc == "seq_nr":
             return f"seq_nr: {p}" + (f" ({self.kind_detail})" if self.kind_detail else "")
         if loc == "saved_hooks":

@@ -144,10 +144,13 @@ class Finding:
 
     @property
     def identity_paths(self) -> tuple[str, ...]:
-        """The wrapper paths that belong to the identity: none for an exception; for a
-        divergence its program's paths (less refinements) -- of the shrunk program, once the
-        program is shrunk."""
-        return () if self.identified_by_exception else tuple(signature_paths(self.wrappers))
+        """The wrapper paths that belong to the identity: none for an exception, nor for a
+        seq_nr mapping break (one entry per mapping kind: which wrappers the program went
+        through does not change which rule the graphs break); for a divergence its program's
+        paths (less refinements) -- of the shrunk program, once the program is shrunk."""
+        if self.identified_by_exception or self.oracle == "seq_nr":
+            return ()
+        return tuple(signature_paths(self.wrappers))
 
     def _coarse_fields(self) -> list[str]:
         # An exception is one bug whichever oracle met it (a plan call or the variant call of

@@ -231,3 +231,19 @@ def test_fx_node_meta_marks_nodes_traced_from_a_custom_function() -> None:
     assert [n.custom_function for n in forward] == [True, False]  # mul (in Scale), sin
     in_fn = [n.target for n in backward if n.custom_function and n.autograd_backward]
     assert in_fn == ["aten.mul.Tensor"]
+
+
+def test_a_relationship_that_changes_nothing_does_not_split_a_reused_graph() -> None:
+    """`aliasing+leaf` where no argument requires grad changes only aliasing: the call runs on
+    the graph compiled for other aliasing, one bug with `aliasing` (the 10-minute campaign of
+    2026-11-27 saved T2 twice: compile-divergence.guards.51962eb067c1 and a21a35d340c2)."""
+    from generators.source import effective_variant
+
+    plan = CallPlan(calls=1, variant="aliasing+leaf")
+    s = spec([("add", ("a0", "a1"), ("v0",))], ["v0"], grad="none", extra_input=True, plan=plan)
+    assert effective_variant(s, "aliasing+leaf") == "aliasing"
+    assert effective_variant(s, "again+leaf") == "again"
+    ev = evidence(s, compiled_wrap=_wrong_on_variant)
+    assert ev.eager.variant is not None and ev.eager.variant.variant == "aliasing"
+    (values,) = oracles.check_all(ev)
+    assert values.oracle == "guards" and values.aspect == REUSED_ALIASING

@@ -62,3 +62,24 @@ def test_seq_nr_breaks_are_metadata_and_values_bugs() -> None:
 def test_every_group_is_described() -> None:
     assert list(GROUPS) == ["bug", "refusal", "metadata"] and all(GROUPS.values())
     assert all(p and p == p.strip() for p in TORCH_REFUSALS)
+
+
+def test_functionalizations_ban_on_internal_overlap_is_a_refusal() -> None:
+    """The 10-minute campaign's eb40 entry: unfold(0, 2, 1) written in place, windows that
+    really overlap; torch bans it in its own words (a documented refusal, not a crash)."""
+    message = (
+        "RuntimeError: While executing unfold, functionalization encountered a tensor being "
+        "mutated that has internal overlap. When using torch.compile (or running "
+        "functionalization directly), this is banned as the behavior is not well defined."
+    )
+    assert group_of(_crash(message, "BackendCompilerFailed(RuntimeError)")) == "refusal"
+
+
+def test_a_programs_module_name_is_not_part_of_a_message() -> None:
+    """One subclass, one message: the module a program is imported under is per program."""
+    from oracles.identity import normalise_message
+
+    a = "Expected return value from <class 'pyfy_program_242a37c694e6bf29.MirrorTensor'>"
+    b = "Expected return value from <class 'pyfy_program_0123456789abcdef.MirrorTensor'>"
+    assert normalise_message(a) == normalise_message(b)
+    assert "pyfy_program" not in normalise_message(a)
