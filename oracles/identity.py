@@ -326,6 +326,10 @@ def title_of(
 
 
 def difference_of(finding: Mapping[str, Any]) -> str:
-    """The first difference in words (case.json's "difference"), from the data."""
+    """The first difference in words (case.json's "difference"), from the data; a campaign's
+    own finding (a dead worker, a hang), which has no differences, shown by its sentence."""
     diffs = differences_of(finding)
-    return describe(diffs[0])[:300] if diffs else str(finding.get("difference") or "")[:300]
+    if diffs:
+        return describe(diffs[0])[:300]
+    said = str(finding.get("difference") or finding.get("explanation") or "").strip()
+    return said.splitlines()[0][:300] if said else ""

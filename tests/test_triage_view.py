@@ -175,7 +175,12 @@ def test_difference_is_the_first_difference_in_words() -> None:
     assert difference_of(_case(differences=[], difference="worker died: SIGSEGV")) == (
         "worker died: SIGSEGV"
     )
-    assert difference_of(_case(differences=None)) == ""
+    assert difference_of(_case(differences=None, explanation=None)) == ""
+    # a campaign's own finding has no differences: its sentence
+    died = _case(
+        "interpreter-crash", "interpreter", differences=None, explanation="the worker died"
+    )
+    assert difference_of(died) == "the worker died"
 
 
 # -- the repro's f ------------------------------------------------------------------------------
