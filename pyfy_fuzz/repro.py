@@ -49,7 +49,7 @@ from pyfy_fuzz.schema.spec import ProgramSpec, draws_random, variant_tokens
 from pyfy_fuzz.subjects import stock_compile
 
 from . import _repro_helpers as H
-from ._repro_check import Check, leaf, read_check
+from ._repro_check import Check, leaf, read_check, retains_grads
 from ._repro_inputs import inputs_source
 
 __all__ = [
@@ -469,7 +469,11 @@ class _Repro:
         return "nullcontext" if context is None else f"torch.{context}"
 
     def _calls(self) -> tuple[list[str], list[str]]:
-        """The loop over the calls (none for one call) and its body, indented."""
+        """The loop over the calls (none for one call) and its body, indented.
+
+        Long: it writes, in the order a call runs them, every step pyfy-fuzz's drive makes
+        around the call (inputs, hooks, marks, call site, backward, the reads between two
+        backwards); each step is a line or two that the next may depend on."""
         spec, check, runs = self.spec, self.check, self._runs()
         # A probe's fresh call is made apart from the drive (pyfy_fuzz.observe._fresh_call):
         # no call site, hooks, marks or retained grads, and no backward.
@@ -480,8 +484,14 @@ class _Repro:
         seed, head, indent, make = self._loop(runs, during)
         marks = drive and "mark_dynamic" in spec.plan.config
         grad_fn_hooks = drive and spec.plan.grad_fn_hooks
+        # Between two backwards the drive reads each argument's .grad (and is_leaf): on a view
+        # whose base was written that read rebuilds its grad_fn, which the second backward
+        # then takes -- so the repro reads them too (grads.a2b7 of the issue-27 run showed
+        # the second backward's gradient only with that read).
+        reads = backward.startswith("second") and retains_grads(spec)
         uses_args = (
-            bool(re.search(r"\bargs\b", check.fact))
+            reads
+            or bool(re.search(r"\bargs\b", check.fact))
             or bool(check.before)
             or any(m == _AGAIN for _, m, _ in runs)
             or grad_fn_hooks
@@ -495,7 +505,7 @@ class _Repro:
             inner.append("grad_mode = torch.is_grad_enabled()")
         if self._uses("set_grad_enabled"):
             inner.append("torch.set_grad_enabled(True)  # pyfy-fuzz's drive restores it")
-        inner += self._backward(backward, seed)
+        inner += self._backward(backward, seed, reads)
         if spec.plan.saved_tensor_hooks and drive:  # around the call and its backward
             pack = "lambda t: t.clone(), lambda t: t"  # generators' _pack, _unpack, unlogged
             pack = "_pack, _unpack" if self._logs_saved_hooks() else pack
@@ -525,7 +535,7 @@ class _Repro:
             body += [kept] if len(runs) == 1 else [f"if seed == {c}:", f"    {kept}"]
         return head, [indent + b for b in body]
 
-    def _backward(self, backward: str, seed: str) -> list[str]:
+    def _backward(self, backward: str, seed: str, reads: bool = False) -> list[str]:
         """Backward as pyfy-fuzz's drive runs it: through the sum of every output requiring
         grad times its tangent (randn from a generator seeded 1000 + seed, or ones), so each
         output gets its tangent as the campaign's did (a subclass output, a subclass one)."""
@@ -546,12 +556,17 @@ class _Repro:
         lines.append(f"    loss.backward({'retain_graph=True' if retain else ''})")
         if backward == "first":
             return lines
+        if reads:  # Note above: the drive reads each gradient between the backwards
+            lines.append(
+                "    [a.grad for a in tree_leaves(args) if isinstance(a, torch.Tensor) "
+                "and a.requires_grad and (a.is_leaf or a.retains_grad)]  # as pyfy-fuzz's drive"
+            )
         if backward == "second":
             return [*lines, "    loss.backward()"]
         return [
-            *lines[:-2],
+            *lines[: -3 if reads else -2],
             "second = None",
-            *lines[-2:],
+            *lines[-3 if reads else -2 :],
             "    try:",
             "        loss.backward()",
             "    except RuntimeError as e:",

@@ -1236,3 +1236,23 @@ def test_every_checked_in_repro_shows_its_own_finding(
     check = read_check(spec_from_dict(case["spec"]), case)
     if check.compare in ("values", "equal", "presence", "later"):  # names the property
         assert check.label in tail, (check.label, tail)
+
+
+def test_between_two_backwards_the_repro_reads_the_grads_as_the_drive_does(tmp_path: Path) -> None:
+    """The drive reads each argument's .grad between the backwards; on a view whose base was
+    written that read rebuilds its grad_fn, which the second backward takes -- a repro that
+    does not read them shows another second backward (the issue's grads.a2b7)."""
+    second = [c for c in CASES if c[0] in ("second-grads", "second-raises")]
+    assert len(second) == 2
+    for _, spec, found in second:
+        source = render_repro(spec, found, backend="aot_eager")
+        _well_formed(source)
+        read = source.index("and a.requires_grad and (a.is_leaf or a.retains_grad)]")
+        assert source.index("retain_graph=True") < read < source.rindex("loss.backward()")
+        assert "args = make_inputs(" in source
+    first = render_repro(
+        SECOND,
+        finding(CD, "grads", TC, D("grads", "grad", "values", name="a1", **V)),
+        backend="aot_eager",
+    )
+    assert "a.retains_grad)]" not in first  # one backward: nothing read between
