@@ -2,7 +2,8 @@
 
 Only what the stages share as data lives here, with no import of torch, of the generator under
 test, or of any other pyfy-fuzz package: the wrapper-path vocabulary (`paths`, re-exported
-here), the program spec (`spec`), a finding with its kinds and subjects (`finding`), a
+here), the program spec (`spec`), what differs as data (`difference`), a finding with its
+kinds, subjects and differences (`finding`), a
 corpus entry's case.json (`case`) and the messages between the campaign and its workers
 (`messages`). A test imports them with torch made unimportable.
 """
