@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pyfy_fuzz.report import load_findings, load_runs, write_report
+from pyfy_fuzz.schema.difference import CallRef, Difference, ExcFacts
 from pyfy_fuzz.schema.paths import ALL_PATHS
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -102,6 +103,17 @@ def test_nightly_page_renders_title_table_and_plot(tmp_path: Path) -> None:
         driver.quit()
 
 
+_P0 = CallRef("plan", 0)
+_DIFFERENCES = {
+    "seq_nr": Difference("seq_nr", "torch.compile", _P0, "seq_nr", "unmapped", note="n"),
+    "outputs": Difference("outputs", "torch.compile", _P0, "output", "values", 0),
+    "grads": Difference("grads", "torch.compile", _P0, "grad", "values", name="a1"),
+    "exceptions": Difference(
+        "exceptions", "torch.compile", _P0, "exception", "raised", exc=ExcFacts("E", "m")
+    ),
+}
+
+
 def _entry(root: Path, kind: str, oracle: str, count: int, f: str, explanation: str) -> None:
     sig = f"{kind}.{oracle}.{count:012x}"
     (root / sig).mkdir(parents=True)
@@ -113,6 +125,7 @@ def _entry(root: Path, kind: str, oracle: str, count: int, f: str, explanation: 
         "subject": "torch.compile",
         "exc_type": "RuntimeError" if kind == "crash" else None,
         "explanation": "torch.compile differs from eager:\n  - " + explanation,
+        "differences": [_DIFFERENCES[oracle].to_dict()],  # what the severity is read from
         "bug_in": "torch",
         "expected": "fail",
         "backend": "aot_eager",
