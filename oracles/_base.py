@@ -21,10 +21,6 @@ def divergence_kind(subject: str) -> str:
     return "compile-divergence" if subject == "torch.compile" else "pythonify-divergence"
 
 
-def reference_name(subject: str) -> str:
-    return "eager" if subject == "torch.compile" else "torch.compile"
-
-
 def finding(
     ev: Evidence,
     oracle: str,

@@ -38,19 +38,10 @@ class PairContext:
         """A difference of this pair, in a call the caller places (`at_call`)."""
         return Difference(oracle, self.subject, _UNPLACED, locus, prop, **fields)
 
-    def tensor(
-        self, oracle: str, locus: Any, d: TensorDiff, *, index: int | None = None, name: str = ""
-    ) -> Difference:
-        """A tensor's difference at `locus`."""
+    def tensor(self, oracle: str, locus: Any, d: TensorDiff, **fields: Any) -> Difference:
+        """A tensor's difference at `locus` (`fields`: its index or name, ...)."""
         return self.diff(
-            oracle,
-            locus,
-            d.prop,
-            index=index,
-            name=name,
-            inner=d.inner,
-            expected=d.expected,
-            actual=d.actual,
+            oracle, locus, d.prop, inner=d.inner, expected=d.expected, actual=d.actual, **fields
         )
 
 
@@ -312,8 +303,8 @@ def _grad_list(
             if d is None and not exact and ctx.exact and diff_tensor(r, g, exact=True):
                 excuse("grad-accumulation-order")
             if d:
-                grad = ctx.tensor("grads", locus, d, name=name)
-                out.append(replace(grad, kind_detail="retained" if name in retained else ""))
+                detail = "retained" if name in retained else ""
+                out.append(ctx.tensor("grads", locus, d, name=name, kind_detail=detail))
     return out
 
 

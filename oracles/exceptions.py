@@ -10,7 +10,7 @@ torch.compile itself crashed are skipped: that crash is already torch.compile's 
 from __future__ import annotations
 
 from pyfy_fuzz.observe import ExcObs, SubjectObs
-from pyfy_fuzz.schema.difference import CallRef, Difference
+from pyfy_fuzz.schema.difference import PROBES, CallRef, Difference
 
 from ._base import finding
 from ._calls import exc_facts, raise_difference
@@ -84,7 +84,7 @@ def check(ev: Evidence) -> list[Finding]:
 
 
 def _probe_call(obs: SubjectObs) -> list[ExcObs | None]:
-    """Whether each probe's own call (not its backward) raised."""
+    """Whether each probe's own call (not its backward) raised, in PROBES' order."""
     return [
         p if isinstance(p, ExcObs) and p.phase == "probe-call" else None
         for p in (obs.mutation_probe, obs.version_probe, obs.saved_probe)
@@ -93,8 +93,7 @@ def _probe_call(obs: SubjectObs) -> list[ExcObs | None]:
 
 def _raised(obs: SubjectObs, d: Difference) -> ExcObs:
     """The subject's exception in the probe call `d` names."""
-    k = ("in-place", "version", "saved").index(d.call.probe)
-    e = _probe_call(obs)[k]
+    e = _probe_call(obs)[PROBES.index(d.call.probe)]
     assert e is not None
     return e
 
@@ -106,8 +105,7 @@ def _probe_calls(subject: str, ref: SubjectObs, got: SubjectObs) -> Difference |
         return None  # probes not run (eager's reproducibility run, the float64 reference)
     if any(c.raised is not None for c in ref.calls):
         return None  # the program raises: the plan's calls judged it, errors may move phase
-    names = ("in-place", "version", "saved")
-    for what, r, g in zip(names, _probe_call(ref), _probe_call(got), strict=True):
+    for what, r, g in zip(PROBES, _probe_call(ref), _probe_call(got), strict=True):
         if g is not None and g.short_type == "PythonifyGuardError":
             # The probe wrote into the outputs (a returned buffer or argument may now require
             # grad): torch.compile recompiles for such inputs, the file's guards refuse them --

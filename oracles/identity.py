@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyfy_fuzz.schema.difference import Difference, describe, differences_of
+from pyfy_fuzz.schema.difference import Difference, describe, differences_of, reference_of
 from pyfy_fuzz.schema.finding import identity_type
 
 from .groups import group_of
@@ -46,6 +46,7 @@ __all__ = [
     "identity_type",
     "normalise_message",
     "severity_of",
+    "strip_type_prefix",
     "title_of",
     "worst_difference",
 ]
@@ -85,6 +86,12 @@ _SPACES = re.compile(r"\s+")
 _WRAPPED = re.compile(r"\bgot (\w+)\((['\"])(.*)")
 
 
+def strip_type_prefix(message: str) -> str:
+    """A compiler failure's message without its "<Type>: " head ("RuntimeError: x" -> "x"):
+    what str() of the exception the compiler raised gives."""
+    return _TYPE_PREFIX.sub("", message)
+
+
 def normalise_message(message: str) -> str:
     """An exception message with what varies between programs of one bug taken out: numbers
     (values, sizes, shapes, indices), addresses, paths, value names. dtypes, op names and the
@@ -93,7 +100,7 @@ def normalise_message(message: str) -> str:
     m = _WRAPPED.search(text)
     if m is not None:
         text = m.group(3).rstrip(")").rstrip(m.group(2))
-    text = _TYPE_PREFIX.sub("", text)
+    text = strip_type_prefix(text)
     cut = text.find(": ", _HEADLINE_MIN)
     if cut > 0:
         text = text[:cut]
@@ -298,7 +305,7 @@ def title_of(
         mode = None  # torch.compile ignores mode= under aot_eager; only cudagraphs honours it
     compiled = subject in ("torch.compile", "pythonify", "torch.compile-warm") and backend
     who = f"{subject} ({backend}{', ' + mode if mode else ''})" if compiled else subject
-    ref = "torch.compile" if subject == "pythonify" else "eager"
+    ref = reference_of(subject)
     message = str(finding.get("message") or "")
     if kind == "interpreter-crash":
         return f"{who}: the interpreter dies" + (f" ({exc})" if exc else "")

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from generators.source import no_retain
-from pyfy_fuzz.schema.difference import Difference, describe
+from pyfy_fuzz.schema.difference import PROBES, Difference, describe
 from pyfy_fuzz.schema.spec import OutSpec, ProgramSpec, variant_tokens
 
 
@@ -58,10 +58,6 @@ class Check:
     grad_mode: bool = False  # the fact is the grad mode right after the call
     reference_runs: bool = False  # raises: only the subject raises (a crash where eager runs)
     before: str = ""  # a line run right before each call (what the fact compares against)
-
-
-# The seed of each probe's fresh call, after the plan's calls (pyfy_fuzz.observe).
-_PROBE_SEED = {"in-place": 0, "version": 1, "saved": 2}
 
 
 def first_difference(finding: dict[str, Any]) -> Difference:
@@ -147,7 +143,8 @@ def _read_check(spec: ProgramSpec, finding: dict[str, Any]) -> Check:
         return Check("skips", "which graphs ran without CUDA graphs", "out", calls=plan.calls)
     where = _placed(spec, d)
     if d.call.kind == "probe":
-        seed = plan.calls + _PROBE_SEED[d.call.probe]
+        # observe makes the probes' fresh calls after the plan's, in PROBES' order
+        seed = plan.calls + PROBES.index(d.call.probe)
         if d.locus == "exception":  # the probe's own call raised: once more after the plan's
             ran = d.prop == "raised"
             return Check("raises", "what each side raises", probe_seed=seed, reference_runs=ran)

@@ -29,14 +29,14 @@ from generators import ProgramSpec
 from oracles import Finding
 from oracles.finding import as_kind, as_subject
 from oracles.groups import group_of
-from oracles.identity import PENDING, KnownBug, KnownBugs, difference_of, severity_of, title_of
+from oracles.identity import PENDING, KnownBug, KnownBugs, severity_of
 from oracles.upstream import known_upstream
 
 from . import __version__
 from .atomic import atomic_write
 from .corpus import Corpus, environment, now_iso
 from .coverage_data import combine_coverage
-from .entry import entry_files
+from .entry import derived_fields, entry_files
 from .limits import memory_limit
 from .pool import Event, Pool
 from .progress import make_progress
@@ -695,12 +695,8 @@ class Campaign:
             frame=f.get("frame", ""),
             consequences=list(f.get("consequences", ())),
             explanation=f.get("explanation", ""),
-            severity=severity_of(f),
-            group=group_of(f),
-            upstream=known_upstream(f),
-            title=title_of(f, backend, mode, c.device),
-            difference=difference_of(f),
             differences=list(f.get("differences", ())),
+            **derived_fields(f, backend, mode, c.device),
             bug_in=bug_in,
             # torch bugs are expected to keep failing on stock torch; ours must be fixed.
             expected="fail" if bug_in == "torch" else "pass",

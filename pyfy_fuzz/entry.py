@@ -10,13 +10,16 @@ import re
 from typing import Any
 
 from generators import render, spec_from_dict
-from oracles.groups import GROUPS
+from oracles.groups import GROUPS, group_of
+from oracles.identity import difference_of, severity_of, title_of
+from oracles.upstream import known_upstream
 from pyfy_fuzz.schema.config import call_context
 
 from .repro import render_repro, title
-from .schema.difference import Difference
+from .schema.difference import Difference, reference_of
 
 __all__ = [
+    "derived_fields",
     "entry_files",
     "readme",
 ]
@@ -43,6 +46,21 @@ _FINDING_KEYS = (
     "device",
 )
 _CONFIG_LINE = re.compile(r"^torch\._(inductor|functorch|dynamo)\.config\.\w+ = .*")
+
+
+def derived_fields(
+    finding: dict[str, Any], backend: str, mode: str | None, device: str
+) -> dict[str, Any]:
+    """What case.json holds that is made from a finding's differences -- its severity, group,
+    known upstream issues, title and first difference in words -- as the campaign writes
+    them and `migrate` (re-keying, or `--render`) writes them anew."""
+    return {
+        "severity": severity_of(finding),
+        "group": group_of(finding),
+        "upstream": known_upstream(finding),
+        "title": title_of(finding, backend, mode, device),
+        "difference": difference_of(finding),
+    }
 
 
 def entry_files(case: dict[str, Any], *, has_pythonified: bool) -> dict[str, str]:
@@ -96,7 +114,7 @@ def _expected_vs_actual(case: dict[str, Any]) -> list[str]:
     """Expected (the reference: eager, or torch.compile for pythonify) against actual (the
     subject), from the first difference's fields; the whole explanation below."""
     subject = str(case.get("subject", "torch.compile"))
-    ref = "torch.compile" if subject == "pythonify" else "eager"
+    ref = reference_of(subject)
     diffs = case.get("differences") or ()
     if diffs:
         d = Difference.from_dict(diffs[0])

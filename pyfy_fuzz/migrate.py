@@ -28,12 +28,9 @@ from typing import Any
 
 from oracles import Finding
 from oracles.finding import CAMPAIGN_KINDS
-from oracles.groups import group_of
-from oracles.identity import difference_of, severity_of, title_of
-from oracles.upstream import known_upstream
 
 from .corpus import CASE, FORMAT, OLD_FORMATS, Corpus, Entry
-from .entry import entry_files
+from .entry import derived_fields, entry_files
 from .replay import run_specs
 from .repro import check_repro, repro_record
 from .schema.case import CaseError, CaseRecord
@@ -126,11 +123,10 @@ def _kept_case(old: dict[str, Any]) -> dict[str, Any]:
     return CaseRecord.from_json(case).to_json()
 
 
-def _new_case(old: dict[str, Any], f: Finding, how: str) -> dict[str, Any]:
+def _new_case(old: dict[str, Any], f: Finding) -> dict[str, Any]:
+    """The entry of a re-run's finding: its identity, its differences and the words made
+    from them; the old entry's triage, counts and dates kept."""
     d = f.to_dict()
-    mode = old["spec"].get("plan", {}).get("mode")
-    # A re-run's explanation: its lines name what the identity now rests on.
-    explanation = f.explanation if how == "re-run" else old.get("explanation", "")
     case = dict(old)
     case.update(
         format=FORMAT,
@@ -143,16 +139,12 @@ def _new_case(old: dict[str, Any], f: Finding, how: str) -> dict[str, Any]:
         message=f.message,
         frame=f.frame,
         consequences=d["consequences"],
-        explanation=explanation,
-        severity=severity_of(d),
-        group=group_of(d),
-        upstream=known_upstream(d),
-        title=title_of(d, old.get("backend", "aot_eager"), mode, old.get("device", "cpu")),
-        difference=difference_of(d),
+        explanation=f.explanation,  # the re-run's: its lines name what the identity rests on
         differences=d["differences"],
         migrated_from=[old["signature"]],
-        migrated_by=how,
+        migrated_by="re-run",
     )
+    case.update(_derived(case))
     return CaseRecord.from_json(case).to_json()  # a readable entry of this format, or raise
 
 
@@ -202,7 +194,7 @@ def migrate(
     for e in old:
         f = _finding_from_result(e.case, results.get(e.path))
         try:
-            case = _new_case(e.case, f, "re-run") if f is not None else _kept_case(e.case)
+            case = _new_case(e.case, f) if f is not None else _kept_case(e.case)
         except CaseError as why:
             report.notes.append(f"{e.path.name}: left as it was: {why}")
             continue
@@ -266,17 +258,11 @@ def render(root: Path) -> list[tuple[str, list[str], str | None]]:
 
 
 def _derived(case: dict[str, Any]) -> dict[str, Any]:
-    """What case.json holds that is made from the differences: the severity, the title and
-    the first difference in words."""
+    """What case.json holds that is made from the differences (entry.derived_fields), under
+    the entry's own backend, mode and device."""
     mode = case["spec"].get("plan", {}).get("mode")
     backend, device = case.get("backend", "aot_eager"), case.get("device", "cpu")
-    return {
-        "severity": severity_of(case),
-        "group": group_of(case),
-        "upstream": known_upstream(case),
-        "title": title_of(case, backend, mode, device),
-        "difference": difference_of(case),
-    }
+    return derived_fields(case, backend, mode, device)
 
 
 def _retire(root: Path, path: Path) -> Path:

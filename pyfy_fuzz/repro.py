@@ -43,10 +43,11 @@ from generators.source import (
     uses_effect_op,
     variant_context,
 )
-from oracles.identity import identity_type, normalise_message, title_of
+from oracles.identity import identity_type, normalise_message, strip_type_prefix, title_of
 from pyfy_fuzz.schema.config import aot_options, call_context, compile_knobs
 from pyfy_fuzz.schema.spec import ProgramSpec, draws_random, variant_tokens
 from pyfy_fuzz.subjects import stock_compile
+from pyfy_fuzz.subjects.pythonified import RUNNERS
 
 from . import _repro_helpers as H
 from ._repro_check import Check, leaf, read_check, retains_grads
@@ -738,7 +739,7 @@ class _Repro:
         exc = (diffs[0].get("exc") or {}) if diffs else {}
         exc_type = identity_type(str(exc.get("type") or self.finding.get("exc_type") or ""))
         # the message as str(e) gives it: a compiler failure's "<Type>: " prefix taken off
-        raw = re.sub(r"^\w+(Error|Exception|Failure): ", "", str(exc.get("message", "")))
+        raw = strip_type_prefix(str(exc.get("message", "")))
         message = normalise_message(raw) if raw else str(self.finding.get("message") or "")
         runs = re.split(r"\bN\b|\[\.\.\.\]|<\w+>|0x\?|\w*N_N\w*", message)
         found = [w for r in runs if (w := r.strip(" :;,.'\"")) and (not raw or w in raw)]
@@ -751,9 +752,7 @@ class _Repro:
         """Note [Where the file replays, torch replays]: torch counts the graphs its
         cudagraph trees ran without CUDA graphs; the file's runners say why they skipped."""
         self.imports.add("counters")
-        runners = ", ".join(
-            repr(r) for r in ("_cudagraph_inference", "_cudagraph_forward", "_cudagraph_backward")
-        )
+        runners = ", ".join(repr(r) for r in RUNNERS)
         return [
             *setup,
             'before = counters["inductor"]["cudagraph_skips"]',

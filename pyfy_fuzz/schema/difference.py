@@ -171,13 +171,13 @@ OUTPUT_FACTS = (
     "shares_inputs",
     "shares_outputs",
 )
-# The properties a locus may have (the first is the default).
+# The properties a locus may have.
 PROPS: dict[str, tuple[str, ...]] = {
     "output": TENSOR_PROPS + OUTPUT_FACTS,
     "input": TENSOR_PROPS,
     "grad": TENSOR_PROPS,
     "grad2": TENSOR_PROPS,
-    "later": ("values", "unreadable") + TENSOR_PROPS,
+    "later": ("unreadable", *TENSOR_PROPS),
     "structure": ("structure",),
     "inputs": ("names",),
     "backward": ("ran",),
@@ -357,6 +357,7 @@ _REF = {"torch.compile": "eager", "torch.compile-warm": "eager", "pythonify": "t
 
 
 def reference_of(subject: str) -> str:
+    """Who a subject is judged against: eager for torch.compile, torch.compile for the file."""
     return _REF.get(subject, "eager")
 
 

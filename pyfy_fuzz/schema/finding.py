@@ -13,7 +13,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, get_args
 
-from .difference import Difference, describe
+from .difference import Difference, describe, reference_of
 from .paths import signature_paths
 
 __all__ = [
@@ -119,8 +119,9 @@ class Finding:
         lines = [describe(d) for d in differences[:shown]]
         if len(differences) > shown:
             lines.append(f"... and {len(differences) - shown} more")
-        ref = "torch.compile" if subject == "pythonify" else "eager"
-        return f"{subject} differs from {ref}:\n" + "\n".join(f"  - {ln}" for ln in lines)
+        return f"{subject} differs from {reference_of(subject)}:\n" + "\n".join(
+            f"  - {ln}" for ln in lines
+        )
 
     @property
     def identified_by_exception(self) -> bool:
