@@ -186,6 +186,10 @@ class CompiledGraph:
     # and, of those, the mutated ones whose clone is copied back after the call.
     realign_inputs: tuple[int, ...] = ()
     realign_writeback: tuple[int, ...] = ()
+    # Inductor only: placeholders no node reads once Inductor's passes ran. Its lowering counts
+    # the device of a placeholder with users only (GraphLowering.placeholder), so an unread
+    # CPU input does not stop a CUDA-graph capture (see Note [Unread CPU inputs]).
+    unread_inputs: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.name not in ("forward", "backward", "inference"):

@@ -126,3 +126,81 @@ def test_a_user_view_of_an_output_stays_a_view_of_that_output_on_replay(tmp_path
         assert got[1]._base is got[0] and want[1]._base is want[0]
         assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
     assert mod._cudagraph_inference.num_replays >= 1
+
+
+# -- Note [Unread CPU inputs] ----------------------------------------------------------------
+
+
+def test_an_unread_cpu_input_does_not_stop_a_capture():
+    """The file's device rule (the GPU campaign's cudagraph.c968: functionalized RNG's CPU seed
+    and offset, dead after Inductor's passes, made the file skip where torch captured)."""
+    from pyfy_fuzz.pythonify.wrappers.cudagraph import _cg_device_skip
+
+    seed, x = torch.tensor(7), torch.randn(3)
+    assert _cg_device_skip([x, seed], frozenset({0, 1})) is None
+    assert _cg_device_skip([x, seed], frozenset({0})) == "input 1 is on cpu, not on a CUDA device"
+    assert _cg_device_skip([x, seed], frozenset()) == "input 0 is on cpu, not on a CUDA device"
+    assert _cg_device_skip([3, None], frozenset()) is None  # only tensors have a device
+
+
+def test_unread_placeholders_are_those_whose_device_inductor_does_not_count():
+    """Against torch's own rule: the placeholders Inductor's lowering registers a device for
+    (GraphLowering.add_device_info while it is at a placeholder) are exactly the read ones.
+    A placeholder read only by a dead node still counts: torch reads users, not liveness."""
+    from torch._inductor import graph as inductor_graph
+    from torch._inductor.compile_fx import compile_fx_inner
+    from torch._inductor.virtualized import V
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from pyfy_fuzz.pythonify.capture.recorder import unread_placeholders
+
+    def unread(x, unused, y):
+        return (x * 2 + y,)
+
+    def dead_reader(x, unused, y):
+        unused.sin()
+        return (x * 2 + y,)
+
+    orig = inductor_graph.GraphLowering.add_device_info
+    for g, expected in ((unread, (1,)), (dead_reader, ())):
+        args = [torch.randn(3), torch.randn(3), torch.randn(3)]
+        gm = make_fx(g)(*args)
+        names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+        counted: set[str] = set()
+
+        def spy(self, device, counted=counted):
+            node = V.graph.current_node
+            if node is not None and node.op == "placeholder":
+                counted.add(node.name)
+            return orig(self, device)
+
+        with (
+            pytest.MonkeyPatch.context() as mp,
+            torch._inductor.config.patch(fx_graph_cache=False),
+        ):
+            mp.setattr(inductor_graph.GraphLowering, "add_device_info", spy)
+            compile_fx_inner(gm, args)
+        assert unread_placeholders(gm) == expected, g.__name__
+        assert counted == {n for i, n in enumerate(names) if i not in expected}, g.__name__
+
+
+def test_cudagraph_nodes_take_unread_inputs_from_inductor_graphs_only():
+    from pyfy_fuzz.pythonify.meta import CompiledGraph
+    from pyfy_fuzz.pythonify.wrappers import cudagraph
+    from pyfy_fuzz.pythonify.wrappers.runtime import RuntimeWrapperNode
+
+    def graph(kind: str) -> CompiledGraph:
+        return CompiledGraph("inference", kind, "", (), unread_inputs=(0, 2))
+
+    for kind, expected in (("inductor", [0, 2]), ("fx", [])):
+        (node,) = cudagraph.build(
+            RuntimeWrapperNode(),
+            None,
+            {"inference": graph(kind)},
+            static_input_indices=[],
+            device="cuda",
+            dynamic=False,
+        )
+        assert node.unread_input_indices == expected
+        _, src = cudagraph.wrap_source(node, "compiled_inference")
+        assert ("unread_input_indices=[0, 2]" in src) == bool(expected)

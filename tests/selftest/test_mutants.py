@@ -12,7 +12,16 @@ import torch
 import torch._dynamo
 from hypothesis import HealthCheck, Phase, given, settings
 
-from generators import materialize, programs
+from generators import (
+    CallPlan,
+    InputSpec,
+    OutSpec,
+    ProgramSpec,
+    RootSpec,
+    Stmt,
+    materialize,
+    programs,
+)
 from pyfy_fuzz.cli import main
 from pyfy_fuzz.pythonify import api
 from pyfy_fuzz.selftest import BY_NAME, MUTANTS, MutantPythonify
@@ -102,3 +111,53 @@ def test_campaigns_kill_and_confirm_planted_bugs(tmp_path: Path) -> None:
         assert r["killed"] and r["confirmed"], r
         assert r["seconds"] is not None and r["seconds"] < 90
         assert r["detected_by"] and r["spec"]
+
+
+def test_confirm_reruns_a_mutated_program_and_needs_the_clean_one_to_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Note [A mutant's effect may depend on memory]: the mutated program gets up to
+    CONFIRM_TRIES runs; a clean failure is a real bug whatever the mutant did."""
+    from types import SimpleNamespace
+
+    from pyfy_fuzz import runner
+    from pyfy_fuzz.selftest import run as st
+
+    spec = ProgramSpec(
+        family="input_mutation",
+        roots=(RootSpec((2,)),),
+        inputs=(InputSpec("root", 0),),
+        body=(Stmt("sin", ("a0",), ("v0",)),),
+        outputs=(OutSpec("ref", "v0"),),
+        plan=CallPlan(calls=1, backward=False),
+    )
+    found = SimpleNamespace(kind="pythonify-divergence", oracle="mutation", subject="pythonify")
+    mutant = BY_NAME["guard_aliasing_missing"]
+
+    def scripted(mutated_results: list[bool], clean_fails: bool) -> list[str]:
+        calls: list[str] = []
+
+        def fake_run_case(spec, *, backend, impl):  # noqa: ARG001 - run_case's signature
+            if isinstance(impl, MutantPythonify):
+                calls.append("mutant")
+                hit = mutated_results.pop(0)
+            else:
+                calls.append("clean")
+                hit = clean_fails
+            return SimpleNamespace(findings=[found] if hit else [])
+
+        monkeypatch.setattr(runner, "run_case", fake_run_case)
+        return calls
+
+    calls = scripted([False, True], clean_fails=False)
+    ok, note = st.confirm(mutant, spec.to_json(), "aot_eager")
+    assert ok and note == f"failed again on run 2 of {st.CONFIRM_TRIES}"
+    assert calls == ["mutant", "mutant", "clean"]
+
+    calls = scripted([False] * st.CONFIRM_TRIES, clean_fails=False)
+    ok, note = st.confirm(mutant, spec.to_json(), "aot_eager")
+    assert not ok and "flaky" in note and calls.count("mutant") == st.CONFIRM_TRIES
+
+    calls = scripted([True], clean_fails=True)
+    ok, note = st.confirm(mutant, spec.to_json(), "aot_eager")
+    assert not ok and "real bug" in note and calls == ["mutant", "clean"]

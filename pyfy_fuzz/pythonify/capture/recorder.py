@@ -27,7 +27,7 @@ from ..wrappers import (
     synthetic_base,
 )
 
-__all__ = ["Recorder", "plain_backend", "render_graphs"]
+__all__ = ["Recorder", "plain_backend", "render_graphs", "unread_placeholders"]
 
 
 class Recorder:
@@ -92,6 +92,7 @@ class Recorder:
         if getattr(out, "_defers_input_alignment", False):
             check = tuple(i for i in check if i in mutated)
         seq_gm._realign = (check, tuple(i for i in check if i in mutated))  # type: ignore[assignment]
+        seq_gm._unread = unread_placeholders(gm)  # type: ignore[assignment]
         self.gms.append((role, seq_gm, src))
         return out
 
@@ -190,6 +191,14 @@ def plain_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], backend: 
     return compile_fx(gm, example_inputs)
 
 
+def unread_placeholders(gm: torch.fx.GraphModule) -> tuple[int, ...]:
+    """The placeholders no node reads, by position. Read after `compile_fx_inner`: Inductor's
+    post-grad passes run on `gm` in place (the capture turns the FX graph cache off), so these
+    are the placeholders its lowering saw without users, whose device it does not count."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    return tuple(i for i, n in enumerate(placeholders) if not n.users)
+
+
 def _copy_seq_meta(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """Inductor mutates the graph it lowers; keep the seq_nr view of it as handed to us."""
     holder = torch.fx.GraphModule(gm, torch.fx.Graph())
@@ -220,6 +229,7 @@ def render_graphs(rec: Recorder) -> dict[str, CompiledGraph]:
                 grad_acc=acc,
                 realign_inputs=realign,
                 realign_writeback=writeback,
+                unread_inputs=gm._unread,  # type: ignore[arg-type]
             )
     if training and "backward" not in out:
         raise PythonifyUnsupported("a training graph whose backward did not compile at capture")

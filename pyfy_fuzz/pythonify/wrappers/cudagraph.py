@@ -59,12 +59,33 @@ class CUDAGraphSetupNode(IRNode):
     emulate: bool = True  # replay against _EmulatedCUDAGraph (no GPU needed)
     # Non-static inputs the graph mutates: torch skips CUDA graphs for those, and so do we.
     mutated_input_indices: list[int] = field(default_factory=list)
+    # Inputs whose device does not decide the capture: Inductor's placeholders without users
+    # (Note [Unread CPU inputs]); empty for an FX graph, whose whole graph torch checks.
+    unread_input_indices: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.warmup_runs < 0:
             raise ValueError("warmup_runs must be >= 0")
+        if any(i < 0 for i in self.unread_input_indices):
+            raise ValueError("unread_input_indices are graph input positions (>= 0)")
         if self.emulate and self.device_index is not None:
             raise ValueError("an emulated CUDA graph has no device index")
+
+
+# Note [Unread CPU inputs]
+# Which input devices stop a capture is decided at compile time, by two rules. Inductor counts
+# the device of a placeholder only if a node reads it ("cudagraphs should work with an unused
+# CPU input", GraphLowering.placeholder), then skips on any CPU device
+# (check_multiple_devices_or_any_cpu_nodes). The cudagraphs backend (aot_eager's
+# reduce-overhead on CUDA) counts every node's value, read or not (get_device_node_mapping).
+# The difference shows with functionalized RNG: the seed and offset are CPU tensors, and once
+# the random op's result is dead, Inductor's passes drop the op and nothing reads them, so
+# torch captures; the file must too. The runner checks the device of every input but the
+# unread ones (`_cg_device_skip`).
+
+
+def _unread(graph: CompiledGraph | None) -> list[int]:
+    return list(graph.unread_inputs) if graph is not None and graph.kind == "inductor" else []
 
 
 def build(
@@ -103,6 +124,7 @@ def build(
                 phase=CUDAGraphPhase.INFERENCE,
                 static_input_indices=list(static_input_indices),
                 mutated_input_indices=mutated,
+                unread_input_indices=_unread(graphs.get("inference")),
                 **common,
             )
         ]
@@ -115,6 +137,7 @@ def build(
         num_forward_outputs=autograd.num_forward_returns,
         backward_graph_id="backward",
         mutated_input_indices=mutated,
+        unread_input_indices=_unread(graphs.get("forward")),
         **common,
     )
     nsym = autograd.num_symints_saved_for_bw
@@ -123,6 +146,7 @@ def build(
         phase=CUDAGraphPhase.BACKWARD,
         static_input_indices=[],
         saved_tensor_indices=list(range(nsym, nsym + len(saved))),
+        unread_input_indices=_unread(graphs.get("backward")),
         **common,
     )
     return [fw, bw]
@@ -428,6 +452,15 @@ def _cg_pool_and_stream(device_index):
     return state
 
 
+def _cg_device_skip(args, unread):
+    """Why `args` stop a capture, or None: an input the graph reads that is not on a CUDA
+    device (torch decides this at compile time from the graph; unread inputs do not count)."""
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor) and a.device.type != "cuda" and i not in unread:
+            return f"input {i} is on {a.device}, not on a CUDA device"
+    return None
+
+
 def _cg_device_index(args):
     """The device of the first CUDA tensor argument, or None (torch reads it off the graph's
     first CUDA value: get_device_index)."""
@@ -483,6 +516,7 @@ class _CUDAGraphRunner:
         mutated_input_indices,
         emulate,
         device_index,
+        unread_input_indices=(),
     ):
         self.fn = fn
         self.graph_id = graph_id
@@ -493,6 +527,7 @@ class _CUDAGraphRunner:
         self.mutated_input_indices = sorted(set(mutated_input_indices))
         self.emulate = bool(emulate)
         self.device_index = device_index
+        self.unread_input_indices = frozenset(unread_input_indices)
         self.graphs = {}
         self.num_captures = 0
         self.num_replays = 0
@@ -518,10 +553,10 @@ class _CUDAGraphRunner:
         if self.skipped_reason is not None:
             return self._run_eager(args)
         if not self.emulate:
-            for i, a in enumerate(args):
-                if isinstance(a, torch.Tensor) and a.device.type != "cuda":
-                    self.skipped_reason = f"input {i} is on {a.device}, not on a CUDA device"
-                    return self._run_eager(args)
+            reason = _cg_device_skip(args, self.unread_input_indices)
+            if reason is not None:
+                self.skipped_reason = reason
+                return self._run_eager(args)
             index = _cg_device_index(args)
             if self.device_index is None:
                 self.device_index = index
@@ -651,6 +686,7 @@ _RUNTIME_EMULATION = ("_cg_poison", "_EmulatedCUDAGraph", "_emulated_graph")
 _RUNTIME_RUNNER = (
     "_CG_DEVICE_STATE",
     "_cg_pool_and_stream",
+    "_cg_device_skip",
     "_cg_device_index",
     "_CUDAGraphEntry",
     "_CUDAGraphRunner",
@@ -689,6 +725,7 @@ def wrap_source(node: CUDAGraphSetupNode, inner: str) -> tuple[str, str]:
     name = f"_cudagraph_{_identifier(node.graph_id)}"
     static = sorted(node.static_input_indices)
     mutated = sorted(getattr(node, "mutated_input_indices", None) or [])
+    unread = sorted(node.unread_input_indices)
     mode = "emulated on CPU" if node.emulate else "on the GPU"
     head = f"CUDA graph {node.graph_id!r} ({phase_value} phase, {mode}):"
     mutated_non_static = [i for i in mutated if i not in static]
@@ -709,6 +746,8 @@ def wrap_source(node: CUDAGraphSetupNode, inner: str) -> tuple[str, str]:
         text.append(f"{which.capitalize()} {sorted(node.saved_tensor_indices)} are saved tensors.")
     if node.backward_graph_id is not None:
         text.append(f"The backward is replayed by graph {node.backward_graph_id!r}.")
+    if unread:
+        text.append(f"Inputs {unread} are never read, so their device does not stop a capture.")
     if node.skip_dynamic_graphs:
         text = [f"{head} never captured: a dynamic graph, and cudagraph_skip_dynamic_graphs."]
     elif not mutated_non_static:
@@ -726,6 +765,7 @@ def wrap_source(node: CUDAGraphSetupNode, inner: str) -> tuple[str, str]:
         f"    mutated_input_indices={mutated!r},\n"
         f"    emulate={bool(node.emulate)!r},\n"
         f"    device_index={node.device_index!r},\n"
-        ")\n"
+        + (f"    unread_input_indices={unread!r},\n" if unread else "")
+        + ")\n"
     )
     return name, source
