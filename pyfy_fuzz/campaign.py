@@ -217,6 +217,8 @@ class Stats:
     shrinks: Counter[str] = field(default_factory=Counter)  # per coarse key
     merged: int = 0  # shrinks that ended in a bug already known (counted there)
     superseded: int = 0  # this run's entries folded into a later, smaller one
+    # (bigger, general) pairs of one identity with comparable paths, one of them this run's
+    fold_candidates: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     stopped_on: dict[str, Any] | None = None
 
@@ -349,6 +351,7 @@ class Campaign:
             self._repro_checker.join(timeout=max(0.0, wait))
             self._repro_stop.set()  # a check still running is killed, its entry left unchecked
             self._repro_checker.join()
+            self._fold_candidates()
             progress.stop()
         summary = self.summary()
         if self.coverage_dir is not None:
@@ -556,6 +559,12 @@ class Campaign:
             if old.path is not None:
                 self.corpus.retire(old.path, f"superseded by {by.finding['signature']}")
             self.stats.superseded += 1
+
+    def _fold_candidates(self) -> None:
+        """This run's entries that share an identity with another entry over comparable
+        wrapper paths, for the summary (Note [One entry per identity across wrapper paths]:
+        a person decides; `migrate --fold`)."""
+        self.stats.fold_candidates = self.corpus.fold_candidates(only=set(self.stats.new))
 
     def _on_died(self, slot: int, died: Died, *, serve: bool) -> None:
         self.stats.deaths[died.kind] += 1
@@ -773,6 +782,7 @@ class Campaign:
             "shrinks": sum(st.shrinks.values()),
             "merged_after_shrink": st.merged,
             "superseded": st.superseded,
+            "fold_candidates": [list(p) for p in st.fold_candidates],
             "findings": [
                 {
                     "signature": sig,

@@ -115,6 +115,28 @@ class Problem:
         return (self.path / CASE).is_file()
 
 
+def _paths(e: Entry) -> frozenset[str]:
+    return frozenset(e.case["identity"].get("paths", ()))
+
+
+# Note [One entry per identity across wrapper paths]
+# An identity is the coarse key (oracle and aspect, or exception) refined by the wrapper paths
+# the shrunk program needs: one aspect reached through disjoint wrapper paths may be two causes
+# (an output that "is input" from a custom Function's dirty input, or from a synthetic base),
+# so incomparable path sets stay two entries. Comparable ones are one bug: the entry with
+# more paths is the same program with more context. A campaign matches a finding to a known
+# entry whose paths are a subset of its own (KnownBugs.match), but an entry found later with
+# FEWER paths, or two corpora merged (a GPU campaign's into the checked-in one), leaves the
+# bigger one standing. Is that one bug? Often (the GPU corpus against the checked-in one: a
+# no_grad view's is_leaf, T3, under three path sets), but not always: an aspect with no paths
+# covers every program with it, and "output N: values differ" or "grad of <arg> (retained)"
+# are the aspects of several causes (R2 and T9; G1, a hook on a mutated non-leaf argument, and
+# H1, its stale grad_fn, when the two corpora met). A wrong fold hides a bug, a missing one
+# leaves a duplicate, so the fold is a person's call: `Corpus.fold_candidates` lists the
+# pairs (migrate prints them, a campaign's summary names its own), `migrate --fold` folds
+# them: sightings added, the triage note carried, the bigger entry kept under .superseded/.
+
+
 @dataclass
 class Corpus:
     root: Path
@@ -317,6 +339,58 @@ class Corpus:
             fresh = self._load(entry.path) if entry.path.is_dir() else None
             if isinstance(fresh, Entry):
                 self._bump_locked(fresh, count)
+
+    def fold_candidates(self, only: set[str] | None = None) -> list[tuple[str, str]]:
+        """Pairs (bigger, general) of one coarse key whose wrapper paths are comparable: the
+        bigger entry's paths a superset of the general one's (the most general one chosen);
+        `only`: pairs with one of these signatures. Candidates, not verdicts: see Note [One
+        entry per identity across wrapper paths]."""
+        groups: dict[str, list[Entry]] = {}
+        for e in self.entries.values():
+            groups.setdefault(str(e.case["coarse"]), []).append(e)
+        pairs: list[tuple[str, str]] = []
+        for _, members in sorted(groups.items()):
+            members.sort(key=lambda e: (len(_paths(e)), tuple(e.case.get("size", ())), e.signature))
+            kept: list[Entry] = []
+            for e in members:
+                into = next((k for k in kept if _paths(k) <= _paths(e)), None)
+                if into is None or (
+                    only is not None and e.signature not in only and into.signature not in only
+                ):
+                    kept.append(e)
+                    continue
+                pairs.append((e.signature, into.signature))
+        return pairs
+
+    def fold(self, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Fold each `bigger` entry into `general` (pairs from `fold_candidates`, as a person
+        triaged them): sightings, first sighting and triage note carried, the bigger entry
+        kept under .superseded/. Returns the pairs folded (both entries present)."""
+        done: list[tuple[str, str]] = []
+        for bigger, general in pairs:
+            e = self.entries.get(bigger)
+            if e is None or general not in self.entries or bigger == general:
+                continue
+            self._fold_into(general, e)
+            done.append((bigger, general))
+        return done
+
+    def _fold_into(self, sig: str, e: Entry) -> None:
+        """`e`'s sightings, first sighting and triage note go to entry `sig`; `e` is retired
+        (kept under .superseded/)."""
+        into = self.entries[sig].case
+        fields: dict[str, Any] = {
+            "count": int(into.get("count", 1)) + int(e.case.get("count", 1)),
+            "folded_from": [*into.get("folded_from", ()), e.signature],
+        }
+        seen = [str(c["first_seen"]) for c in (into, e.case) if c.get("first_seen")]
+        if seen:
+            fields["first_seen"] = min(seen)
+        if e.case.get("triage"):
+            carried = f"{e.signature}: {e.case['triage']}"
+            fields["triage"] = f"{into['triage']} | {carried}" if into.get("triage") else carried
+        self.annotate(sig, fields)
+        self.retire(e.path, f"folded into {sig}: one identity, its wrapper paths a superset")
 
     def annotate(self, sig: str, fields: dict[str, Any]) -> None:
         """Set `fields` in an entry's case.json (atomically, under its lock); an entry that is

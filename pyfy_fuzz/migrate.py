@@ -11,7 +11,10 @@ the normalised message and the innermost torch frame of a crash, the aspect of a
 So each old entry's spec is run again (on serve workers, as replay does) and the finding of
 the same kind, oracle and subject gives the identity; an entry that no longer reproduces (a
 fixed bug) is re-keyed from its stored explanation. Old entries that turn out to be one bug
-become one entry: the smallest spec, the counts added, every triage note kept.
+become one entry: the smallest spec, the counts added, every triage note kept. Entries of one
+identity whose wrapper paths are comparable are listed as fold candidates, and `--fold` folds
+them once a person has read them: merging a GPU corpus into this one is copying its entries in
+and migrating (Note [One entry per identity across wrapper paths]).
 
 Nothing is lost: an old entry is moved to ``CORPUS/.migrated/<old name>`` only after its new
 entry is in place, and every write goes through `Corpus.put` (staged, renamed).
@@ -44,6 +47,8 @@ __all__ = ["MigrateReport", "migrate", "old_entries", "render"]
 class MigrateReport:
     migrated: list[tuple[str, str, str]] = field(default_factory=list)  # (old, new, how)
     notes: list[str] = field(default_factory=list)
+    # (bigger, general): one identity, comparable wrapper paths (Corpus.fold_candidates)
+    fold_candidates: list[tuple[str, str]] = field(default_factory=list)
 
 
 def old_entries(root: Path) -> list[Entry]:
@@ -228,6 +233,7 @@ def migrate(
             # where pyfy-fuzz cannot be imported
             code, tail = check_repro(path)
             corpus.annotate(sig, {"repro": repro_record(path, code, tail, case["kind"])})
+    report.fold_candidates = corpus.fold_candidates()
     return report
 
 

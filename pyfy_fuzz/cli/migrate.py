@@ -18,6 +18,10 @@ def register(commands: Commands) -> None:
         description=(
             "Run every old-format entry of a corpus again and save it under its bug identity "
             "(format 5); old entries that are one bug become one entry, triage notes kept. "
+            "Entries of one identity whose wrapper paths are comparable (one set inside the "
+            "other) are listed as fold candidates; --fold folds each into the most general "
+            "one once you have read them (merging another corpus: copy its entries in, "
+            "migrate, read the candidates, migrate --fold). "
             "Only entries found on --device are re-run (a GPU's bugs on a GPU). "
             "Old directories move to CORPUS/.migrated/. With --render, every current entry's "
             "repro.py, program.py and README.md are written anew from its case.json instead "
@@ -30,6 +34,14 @@ def register(commands: Commands) -> None:
         "--render",
         action="store_true",
         help="rewrite the generated files of current-format entries; re-check changed repros",
+    )
+    p.add_argument(
+        "--fold",
+        action="append",
+        metavar="ENTRY",
+        default=[],
+        help="fold this candidate (the entry with more paths; repeatable, or 'all') into its "
+        "more general entry; the folded directory is kept in .superseded/",
     )
     p.add_argument("--workers", type=int, default=None)
     p.add_argument("--case-timeout", type=float, default=120.0)
@@ -54,7 +66,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         return _render(args.corpus)
     if not old_entries(args.corpus):
         print(f"migrate: no old-format entries in {args.corpus}")
-        return 0
+        return _fold(args.corpus, args.fold)
     try:
         report = migrate(
             args.corpus, workers=workers, case_timeout=args.case_timeout, device=args.device
@@ -73,6 +85,34 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         print(f"note: {TLPARSE_NOTICE}")
     news = {new for _, new, _ in report.migrated}
     print(f"migrate: {len(report.migrated)} entries -> {len(news)} entries")
+    return _fold(args.corpus, args.fold)
+
+
+def _fold(corpus: Path, chosen: list[str]) -> int:
+    """The fold candidates, listed; those named by --fold (or all) folded (Note [One entry per
+    identity across wrapper paths] in pyfy_fuzz/corpus.py)."""
+    from pyfy_fuzz.corpus import Corpus, CorpusError
+
+    try:
+        c = Corpus.open(corpus, create=False)
+        pairs = c.fold_candidates()
+        unknown = sorted(set(chosen) - {"all"} - {bigger for bigger, _ in pairs})
+        if unknown:
+            raise cli_error(f"--fold: not a fold candidate of {corpus}: {', '.join(unknown)}")
+        picked = [p for p in pairs if "all" in chosen or p[0] in chosen]
+        folded = c.fold(picked)
+    except CorpusError as e:
+        raise cli_error(str(e)) from None
+    for bigger, general in pairs:
+        how = "folded" if (bigger, general) in folded else "fold candidate"
+        print(f"{bigger:<48} -> {general}  ({how})")
+    if len(pairs) > len(folded):
+        print(
+            f"migrate: {len(pairs) - len(folded)} fold candidate(s): one identity, wrapper paths "
+            "inside the other entry's; read both, then `--fold ENTRY` (or leave them apart)"
+        )
+    if folded:
+        print(f"migrate: {len(folded)} folded (kept in {corpus / '.superseded'})")
     return 0
 
 

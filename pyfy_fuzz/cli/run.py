@@ -267,6 +267,14 @@ def print_summary(s: dict[str, Any], out: Any) -> None:
             f"known findings seen again: {len(seen)} signatures, {sum(seen.values())} times",
             file=out,
         )
+    fold = s.get("fold_candidates") or []
+    if fold:
+        pairs = ", ".join(f"{a} ~ {b}" for a, b in fold[:3]) + (", ..." if len(fold) > 3 else "")
+        print(
+            f"possible duplicates: {len(fold)} pair(s) of one identity over comparable wrapper "
+            f"paths ({pairs}); read both, then `pyfy-fuzz migrate --fold`",
+            file=out,
+        )
     hits = s["wrapper_hits"]
     top = ", ".join(f"{p} {n}" for p, n in list(hits.items())[:8])
     print(f"wrapper paths reached: {len(hits)}" + (f" ({top}, ...)" if top else ""), file=out)

@@ -200,3 +200,49 @@ def test_counts_are_not_written_into_retired_or_broken_entries(tmp_path: Path) -
     shutil.rmtree(path)
     corpus.bump(path.name, 3)  # retired mid-run: nothing to do, no error
     assert not path.exists()
+
+
+def test_fold_keeps_one_entry_per_identity_over_comparable_paths(tmp_path: Path) -> None:
+    """Note [One entry per identity across wrapper paths]: an entry whose paths are a superset
+    of another's of the same coarse key is a fold candidate, and folding it carries its counts,
+    first sighting and triage note (the entry kept under .superseded/); incomparable path sets
+    are no candidates."""
+    corpus = Corpus.open(tmp_path / "c")
+
+    def entry(sig: str, paths: list[str], **kw: Any) -> None:
+        case = _case(sig, kind="compile-divergence", oracle="grads", **kw)
+        case["coarse"], case["identity"] = "a27c146c287d", {"paths": paths}
+        _put(corpus, case)
+
+    entry("compile-divergence.grads.000000000001", ["r/data"], count=2, first_seen="2026-11-27")
+    entry(
+        "compile-divergence.grads.000000000002",
+        ["r/data", "a/training"],
+        count=3,
+        first_seen="2026-11-20",
+        triage="G1 on the GPU",
+    )
+    entry("compile-divergence.grads.000000000003", ["s/inference"])
+    other = _case("crash.exceptions.0123456789ab")
+    _put(corpus, other)
+
+    assert corpus.fold_candidates(only={"crash.exceptions.0123456789ab"}) == []
+    pairs = corpus.fold_candidates()
+    assert pairs == [
+        ("compile-divergence.grads.000000000002", "compile-divergence.grads.000000000001")
+    ]
+    assert corpus.fold_candidates(only={"compile-divergence.grads.000000000001"}) == pairs
+    assert corpus.fold(pairs) == pairs
+    kept = json.loads((tmp_path / "c/compile-divergence.grads.000000000001" / CASE).read_text())
+    assert kept["count"] == 5 and kept["first_seen"] == "2026-11-20"
+    assert kept["folded_from"] == ["compile-divergence.grads.000000000002"]
+    assert kept["triage"] == "compile-divergence.grads.000000000002: G1 on the GPU"
+    aside = tmp_path / "c/.superseded/compile-divergence.grads.000000000002"
+    assert (aside / CASE).is_file() and "folded into" in (aside / "SUPERSEDED").read_text()
+    again = Corpus.open(tmp_path / "c")
+    assert set(again.entries) == {
+        "compile-divergence.grads.000000000001",
+        "compile-divergence.grads.000000000003",
+        "crash.exceptions.0123456789ab",
+    }
+    assert again.fold_candidates() == [] and again.fold(pairs) == []  # idempotent

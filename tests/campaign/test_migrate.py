@@ -164,3 +164,30 @@ def test_render_rewrites_stale_generated_files_keeping_the_old_ones(tmp_path: Pa
     # Nothing left to write the second time.
     assert main(["migrate", str(root), "--render"]) == 0
     assert "0 of 1 entries rewritten" in capsys.readouterr().out
+
+
+def test_migrate_lists_fold_candidates_and_folds_only_those_named(tmp_path: Path, capsys) -> None:
+    """Merging a corpus: two checked-in entries of one identity copied in with a third whose
+    paths are a superset (Note [One entry per identity across wrapper paths])."""
+    root = tmp_path / "c"
+    root.mkdir()
+    name = "compile-divergence.mutation.8a15dc1b883b"
+    shutil.copytree(ROOT / "corpus" / name, root / name)
+    case = json.loads((root / name / CASE).read_text())
+    bigger = dict(case, signature="compile-divergence.mutation.0000000000aa", count=2)
+    bigger["identity"] = dict(case["identity"], paths=[*case["identity"]["paths"], "x/extra"])
+    shutil.copytree(root / name, root / bigger["signature"])
+    (root / bigger["signature"] / CASE).write_text(json.dumps(bigger))
+    assert main(["migrate", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert f"{bigger['signature']:<48} -> {name}  (fold candidate)" in out
+    assert (root / bigger["signature"]).is_dir()
+    assert main(["migrate", str(root), "--fold", name]) == 2  # the general one is no candidate
+    assert "not a fold candidate" in capsys.readouterr().err
+    assert main(["migrate", str(root), "--fold", bigger["signature"]]) == 0
+    assert "(folded)" in capsys.readouterr().out
+    assert not (root / bigger["signature"]).exists()
+    kept = json.loads((root / name / CASE).read_text())
+    assert kept["count"] == case.get("count", 1) + 2
+    assert kept["folded_from"] == [bigger["signature"]]
+    assert (root / ".superseded" / bigger["signature"] / CASE).is_file()

@@ -113,3 +113,28 @@ def test_the_books_count_what_the_cache_did_for_the_warm_subject(campaign: Any) 
     for warm in ("hit", "hit", "unsaved", None):
         _feed(campaign, 0, Done(CaseOutcome("ok", "x", warm=warm), SPEC))  # type: ignore[arg-type]
     assert campaign.summary()["warm_cache"] == {"hit": 2, "unsaved": 1}
+
+
+def test_a_new_entry_with_more_paths_than_an_older_one_is_named_a_fold_candidate(
+    tmp_path: Path,
+) -> None:
+    """Note [One entry per identity across wrapper paths]: a campaign over a corpus whose
+    entry has FEWER paths than this run's shrunk program (a shard that had not seen it yet, a
+    GPU corpus merged in) names the pair in its summary; it folds nothing itself."""
+    corpus = tmp_path / "corpus"
+    first = Campaign(CampaignConfig(budget_s=60, corpus=corpus, progress="quiet"))
+    first._repro_checks.put(None)
+    general = _f("runtime/b")
+    _found(first, 0, general)
+    _shrunk(first, 0, general)
+    second = Campaign(CampaignConfig(budget_s=60, corpus=corpus, progress="quiet"))
+    second._repro_checks.put(None)
+    second.pool.broadcast = lambda *a, **k: None  # type: ignore[method-assign]
+    bigger = _f("runtime/a", "runtime/b")
+    second.known.table.clear()  # KnownBugs.match would have taken it: as if not yet known
+    _found(second, 0, bigger)
+    _shrunk(second, 0, bigger)
+    second._fold_candidates()
+    assert list(second.stats.new) == [bigger["signature"]]
+    assert second.summary()["fold_candidates"] == [[bigger["signature"], general["signature"]]]
+    assert (corpus / bigger["signature"]).is_dir() and (corpus / general["signature"]).is_dir()
