@@ -164,6 +164,8 @@ class _Repro:
         main = self._main()  # first: it decides the helpers and imports the file needs
         seq_nr_call = self.check.compare == "seq_nr" and not self.check.backward
         observe = [] if seq_nr_call else self._observe()  # one call, in main
+        helpers = [H.source(h, not self.compact) for h in self.helpers]
+        self._need_names([line for h in helpers for line in h])  # what the helpers call
         parts = [
             self._docstring(),
             self._imports(),
@@ -179,7 +181,7 @@ class _Repro:
         for t in RELATE_TOKENS:  # the relationships' functions make_*_inputs call
             if t in used:
                 parts.append(H.source(RELATE_FUNCTIONS[t], not self.compact))
-        parts += [observe, *(H.source(h, not self.compact) for h in self.helpers), main]
+        parts += [observe, *helpers, main]
         return "\n\n".join("\n".join(p) for p in parts if p) + "\n"
 
     # -- what the program is made of -------------------------------------------------------

@@ -539,6 +539,25 @@ CASES = [
         ),
     ),
     (
+        # bumped_backward reads tree_leaves: the helpers' names are imported too (the 11-27
+        # 1-hour campaign's version-probe repro died of a NameError)
+        "version-probe",
+        MUTATED,
+        finding(
+            CD,
+            "mutation",
+            TC,
+            D(
+                "mutation",
+                "version_probe",
+                "outcome",
+                CallRef("probe", probe="version"),
+                expected="backward raised RuntimeError",
+                actual="backward ran",
+            ),
+        ),
+    ),
+    (
         "retained-grad",
         SECOND,
         finding(CD, "grads", TC, D("grads", "grad", "values", name="a1", **V)),
