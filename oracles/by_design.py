@@ -133,6 +133,17 @@ BY_DESIGN: tuple[ByDesign, ...] = (
         "only eager refusing while torch.compile allows; never for pythonify.",
     ),
     ByDesign(
+        "error-at-compile-not-backward",
+        "exceptions",
+        "an error eager raises in backward() (a tensor saved for backward modified by an "
+        "inplace operation) is raised by torch.compile at the call",
+        "AOTAutograd traces the joint forward and backward graph when it compiles "
+        "(aot_dispatch_autograd), and autograd's saved-tensor version check fires during "
+        "that trace: the same error, earlier. A call's exception is compared by type whatever "
+        "the phase, so such a program is not reported; one that never calls backward, where "
+        "eager runs and torch.compile still raises, is (pytorch#185497).",
+    ),
+    ByDesign(
         "dynamo-wrapped-exception",
         "exceptions",
         "Dynamo raises TorchRuntimeError where eager raises the user-level error",

@@ -14,7 +14,7 @@ from pyfy_fuzz.schema.difference import PROBES, CallRef, Difference
 
 from ._base import finding
 from ._calls import exc_facts, raise_difference
-from .by_design import refused_by_design
+from .by_design import excuse, refused_by_design
 from .evidence import Evidence
 from .finding import Finding
 from .versions import net_noop_backward_error
@@ -61,6 +61,12 @@ def check(ev: Evidence) -> list[Finding]:
                 continue  # torch.compile crashed here; that is its finding, not pythonify's
             how = raise_difference(r.raised, g.raised)
             if how is None:
+                if (
+                    r.raised is not None
+                    and g.raised is not None
+                    and r.raised.phase != g.raised.phase
+                ):
+                    excuse("error-at-compile-not-backward")
                 continue
             if how == "raised" and g.raised is not None and refused_by_design(subject, g.raised):
                 break

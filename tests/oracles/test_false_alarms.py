@@ -203,3 +203,28 @@ def test_the_saved_tensor_pack_hook_keeps_dtypes():
 
 
 MAXIMUM_HOOKS_SPEC = '{"body": [{"args": ["a0", "a0"], "ctx": null, "op": "maximum", "outs": ["v1"]}], "family": "input_mutation", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "v1", "value": 0}], "plan": {"backward": true, "calls": 1, "dynamic": false, "frontend": "dynamo", "mode": null, "saved_tensor_hooks": true, "second_backward": null, "tangents": "ones", "variant": "dtype"}, "roots": [{"dtype": "float32", "grad": "leaf", "layout": "contiguous", "shape": [], "subclass": null}], "version": 1}'  # noqa: E501
+
+
+# ---------------------------------------------------------------- error-at-compile-not-backward
+
+
+def test_an_autograd_error_raised_at_the_call_instead_of_backward_is_by_design():
+    """torch.compile traces the backward when it compiles, so eager's backward() error comes
+    at the call: the same error, earlier (the issue's "when the error is raised"). A program
+    that never calls backward is still a crash where eager runs (pytorch#185497)."""
+    from pyfy_fuzz.runner import run_case
+
+    from generators._spec import CallPlan, Stmt
+
+    # sigmoid saves its output, which the program then writes under no_grad
+    s = spec([], ["v0"], grad="nonleaf", plan=CallPlan(calls=1, backward=True))
+    body = (Stmt("sigmoid", ("a0",), ("v0",)), Stmt("fill_", ("v0", 2), (), ctx="no_grad"))
+    s = replace(s, body=body)
+    torch._dynamo.reset()
+    with_backward = run_case(s, backend="aot_eager")
+    assert with_backward.findings == [] and "error-at-compile-not-backward" in with_backward.excused
+    torch._dynamo.reset()
+    forward_only = run_case(replace(s, plan=replace(s.plan, backward=False)), backend="aot_eager")
+    (f, *_) = forward_only.findings
+    assert (f.kind, f.subject) == ("crash", "torch.compile")
+    assert "error-at-compile-not-backward" not in forward_only.excused
