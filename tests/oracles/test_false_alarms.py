@@ -212,9 +212,8 @@ def test_an_autograd_error_raised_at_the_call_instead_of_backward_is_by_design()
     """torch.compile traces the backward when it compiles, so eager's backward() error comes
     at the call: the same error, earlier (the issue's "when the error is raised"). A program
     that never calls backward is still a crash where eager runs (pytorch#185497)."""
-    from pyfy_fuzz.runner import run_case
-
     from generators._spec import CallPlan, Stmt
+    from pyfy_fuzz.runner import run_case
 
     # sigmoid saves its output, which the program then writes under no_grad
     s = spec([], ["v0"], grad="nonleaf", plan=CallPlan(calls=1, backward=True))
