@@ -189,7 +189,9 @@ def _placed(spec: ProgramSpec, d: Difference) -> dict[str, Any]:
 def _seq_nr_check(spec: ProgramSpec, d: Difference) -> Check:
     """Under Dynamo the backward compiles with the forward (force_non_lazy_backward_lowering,
     as pyfy-fuzz compiles); aot_function compiles it at the first backward."""
-    how = {"order": "order", "forward_grad_acc": "grad_acc"}.get(d.prop, "invariants")
+    how = {"order": "order", "forward_grad_acc": "grad_acc", "no_seq_nr": "no_seq_nr"}.get(
+        d.prop, "invariants"
+    )
     how = "file" if d.subject == "pythonify" else how
     bw = "first" if spec.plan.frontend == "aot" else ""
     return Check("seq_nr", "the seq_nr mapping", fact=how, backward=bw)

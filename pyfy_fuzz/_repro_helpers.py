@@ -183,12 +183,25 @@ def inductor_backend(gm, example_inputs):  # type: ignore[no-untyped-def]
 
 def unmapped(graphs):  # type: ignore[no-untyped-def]
     """Backward nodes whose seq_nr names no forward node -- one in the forward graph, or one the
-    partitioner recomputes in backward -- gradient accumulations (is_gradient_acc) aside."""
+    partitioner recomputes in backward -- gradient accumulations (is_gradient_acc) and nodes
+    with no seq_nr at all (another mapping kind: no_seq_nr) aside."""
     fw, bw = graphs["forward"], graphs.get("backward", [])
     forward = {n.meta.get("seq_nr") for n in fw + bw if not n.meta.get("autograd_backward")}
     autograd = [n for n in bw if n.meta.get("autograd_backward")]  # not forward ops recomputed
-    unmapped = [n for n in autograd if n.meta.get("seq_nr") not in forward - {None}]
-    return [n for n in unmapped if not n.meta.get("is_gradient_acc")]
+    unmapped = [n for n in autograd if n.meta.get("seq_nr") not in forward | {None}]
+    return [n for n in unmapped if n.meta["seq_nr"] >= 0 and not n.meta.get("is_gradient_acc")]
+
+
+def no_seq_nr(graphs):  # type: ignore[no-untyped-def]
+    """Backward nodes with no seq_nr at all (None, or negative), gradient accumulations aside."""
+    bw = graphs.get("backward", [])
+    autograd = [n for n in bw if n.meta.get("autograd_backward")]  # not forward ops recomputed
+    return [
+        n
+        for n in autograd
+        if (n.meta.get("seq_nr") is None or n.meta["seq_nr"] < 0)
+        and not n.meta.get("is_gradient_acc")
+    ]
 
 
 def order_differences(fn, graphs):  # type: ignore[no-untyped-def]

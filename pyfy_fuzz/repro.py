@@ -836,6 +836,14 @@ class _Repro:
                 '    raise SystemExit(f"BUG: by seq_nr, not eager\'s backward order: {problems}")',
                 'print("the seq_nr groups follow eager\'s backward order: the bug is fixed")',
             ]
+        if how == "no_seq_nr":
+            self.helpers.append(H.no_seq_nr)
+            return lines + [
+                "bad = [n.name for n in no_seq_nr(graphs)]",
+                "if bad:",
+                '    raise SystemExit(f"BUG: backward nodes with no seq_nr: {bad}")',
+                'print("every backward node has a seq_nr: the bug is fixed")',
+            ]
         self.helpers.append(H.unmapped)
         if self.check.label == "order left out":
             lines.append(

@@ -1275,3 +1275,31 @@ def test_between_two_backwards_the_repro_reads_the_grads_as_the_drive_does(tmp_p
         backend="aot_eager",
     )
     assert "a.retains_grad)]" not in first  # one backward: nothing read between
+
+
+def test_a_backward_node_without_seq_nr_is_its_own_check_not_an_unmapped_one() -> None:
+    """The two seq_nr mapping kinds are two entries (the oracle's no_seq_nr and unmapped), and
+    each repro checks its own: a node with no seq_nr is not counted as unmapped."""
+    from types import SimpleNamespace
+
+    from pyfy_fuzz import _repro_helpers as H
+
+    def node(name: str, **meta: Any) -> SimpleNamespace:
+        return SimpleNamespace(name=name, meta=meta)
+
+    graphs = {
+        "forward": [node("mul", seq_nr=5)],
+        "backward": [
+            node("mul_1", seq_nr=5, autograd_backward=True),
+            node("as_strided", seq_nr=None, autograd_backward=True),
+            node("neg", seq_nr=-1, autograd_backward=True),
+            node("sin_1", seq_nr=9, autograd_backward=True),
+            node("add", seq_nr=9, autograd_backward=True, is_gradient_acc=True),
+        ],
+    }
+    assert [n.name for n in H.unmapped(graphs)] == ["sin_1"]
+    assert [n.name for n in H.no_seq_nr(graphs)] == ["as_strided", "neg"]
+    no_seq = D("seq_nr", "seq_nr", "no_seq_nr", note="backward node as_strided has no seq_nr")
+    spec = CASES[0][1]
+    source = render_repro(spec, finding(CD, "seq_nr", TC, no_seq), backend="aot_eager")
+    assert "no_seq_nr(graphs)" in source and "unmapped(graphs)" not in source
