@@ -767,6 +767,9 @@ class Campaign:
 
     # -- reporting -----------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
+        """The campaign's summary JSON (--json, and what `run` prints from).
+
+        Long: one literal, a key a line, in the order the file shows them."""
         import torch
 
         st = self.stats

@@ -747,7 +747,8 @@ def test_pythonify_repros_load_the_file_next_to_them() -> None:
     assert "pythonified.bind(f)" in source and "observe(pythonified.call)" in source
     assert "sys.modules['pyfy_program_" in source  # the file imports MirrorTensor by module
     module = render_repro(MODULE, found, backend="aot_eager")
-    assert "pythonified.bind(m)" in module and "m.forward = pythonified.call" in module
+    assert "pythonified.bind(m)" in module and "observe(pythonified.call)" in module
+    assert "m.forward" not in module  # call() deletes it: later calls would run eager
 
 
 def test_every_corpus_entry_renders_a_short_standalone_repro() -> None:

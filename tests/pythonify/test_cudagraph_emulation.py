@@ -223,6 +223,29 @@ def test_outputs_aliasing_inputs_alias_the_callers_tensors(rt: dict[str, Any]) -
     assert torch.equal(view, x[1:])
 
 
+def test_empty_outputs_aliasing_inputs_are_the_callers_tensors(rt: dict[str, Any]) -> None:
+    """Every 0-element storage has address 0 (Note [Empty storages]): an empty input the
+    graph returns (a tensor saved for backward) is still the caller's tensor, a view of it
+    still a view, and an empty graph-internal output still a copy."""
+    weight = torch.empty(0)
+    runner = _runner(
+        rt,
+        lambda args: [args[0], args[0][0:0], args[1], args[0] * args[1]],
+        warmup_runs=0,
+        static_input_indices=[1],
+    )
+    for _ in range(2):  # capture + replay, then a replay
+        x = torch.empty(0)
+        same, view, w, fresh = runner([x, weight])
+        assert same is x and w is weight
+        assert view._base is x or view.untyped_storage()._cdata == x.untyped_storage()._cdata
+        assert fresh.untyped_storage()._cdata not in {
+            x.untyped_storage()._cdata,
+            _only_entry(runner).static_inputs[0].untyped_storage()._cdata,
+        }
+    assert runner.num_replays == 2
+
+
 def test_outputs_aliasing_each_other_keep_aliasing(rt: dict[str, Any]) -> None:
     def fn(args: list[Any]) -> list[Any]:
         base = args[0] * 2
@@ -541,3 +564,38 @@ def test_the_file_under_reduce_overhead_on_cpu_draws_what_torch_compile_draws(
     assert mod._cudagraph_inference.num_replays >= 1
     for g, w in zip(got, want, strict=True):
         assert torch.equal(g, w)
+
+
+def test_the_file_under_reduce_overhead_saves_an_empty_input_itself(tmp_path: Path) -> None:
+    """pythonify-divergence.mutation.af8d91b2d2ee: `a0 * w` with 0-element tensors saves a0;
+    once the forward replays, a version bump of a0 must still make backward raise, as
+    torch.compile's does (on CPU it ignores mode="reduce-overhead")."""
+
+    class Program(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.p0 = torch.nn.Parameter(torch.randn(0))
+
+        def forward(self, a0: torch.Tensor) -> torch.Tensor:
+            return a0 * self.p0
+
+    def bumped_backward(fn: Callable[..., Any]) -> str:
+        for _ in range(2):  # a warm-up, then a capture and replay (the file)
+            fn(torch.randn(0))
+        a0 = torch.randn(0)
+        out = fn(a0)
+        torch.autograd.graph.increment_version(a0)
+        try:
+            out.backward(torch.ones_like(out))
+        except RuntimeError as e:
+            return "raised" if "modified by an inplace operation" in str(e) else str(e)
+        return "ran"
+
+    m = Program()
+    torch._dynamo.reset()
+    res = pythonify(m, (torch.randn(0),), tmp_path / "empty.py", mode="reduce-overhead")
+    mod = load(res.path, bind=m)
+    compiled = torch.compile(Program(), backend="aot_eager", mode="reduce-overhead")
+    assert bumped_backward(compiled) == "raised"
+    assert bumped_backward(mod.call) == "raised"
+    assert mod._cudagraph_forward.num_replays >= 2

@@ -100,7 +100,10 @@ def build(
     """The CUDA graphs a mode="reduce-overhead" compile replays: one for inference, or a
     forward and a backward for training. Emulated where the compile's device is not cuda.
     A dynamic graph is skipped where torch's config says so at the capture (its default
-    re-records each new shape)."""
+    re-records each new shape).
+
+    Long: the three nodes (inference; forward and backward) are built in full, a field a line,
+    so each reads as the node it makes."""
     import torch._inductor.config as iconfig
 
     emulate = device != "cuda"
@@ -226,6 +229,19 @@ def _cg_static_buffer(src):
     return buf
 
 
+# Note [Empty storages]
+# Every storage without memory (a 0-element tensor's) has data_ptr() 0, so an address cannot
+# say which input an empty output came from: keyed by address, an empty input handed back
+# (e.g. `a0` saved for the backward of `a0 * w`) became a copy, and the caller's version bump
+# of `a0` no longer reached the saved tensor (corpus pythonify-divergence.mutation.af8d91b2d2ee:
+# the backward ran where torch.compile's raises). Such storages are keyed by identity instead.
+def _cg_storage_key(t):
+    """Which storage `t` uses: its address, or the storage itself where it has no memory."""
+    storage = t.untyped_storage()
+    ptr = storage.data_ptr()
+    return ptr if ptr != 0 else ("empty", storage._cdata)
+
+
 def _cg_hand_out(static_outputs, static_inputs, args):
     """The outputs to give the caller after a replay, none of them graph-owned memory.
 
@@ -243,16 +259,18 @@ def _cg_hand_out(static_outputs, static_inputs, args):
     (AOTAutograd regenerates a user's view of an output from that output: its `_base` must be
     the output itself, as without CUDA graphs).
 
+    Storages are told apart by address, and a storage with no memory (0 bytes: its address
+    is 0, whatever tensor it backs) by its identity, so that an empty output is still its
+    input (Note [Empty storages]).
+
     Long: emitted verbatim into the file, where one function with its cases in order reads
     like the replay logic it models (input storages, graph-internal bases, earlier outputs).
     """
-    input_storage: dict = {}  # storage address -> index of the first input using it
+    input_storage: dict = {}  # storage key -> index of the first input using it
     for i, s in enumerate(static_inputs):
         if isinstance(s, torch.Tensor):
-            ptr = s.untyped_storage().data_ptr()
-            if ptr != 0:
-                input_storage.setdefault(ptr, i)
-    copies: dict = {}  # storage address of a static output -> its copy
+            input_storage.setdefault(_cg_storage_key(s), i)
+    copies: dict = {}  # storage key of a static output -> its copy
     handed: dict = {}  # id of a static output tensor -> what was handed out for it
     result = []
     for o in static_outputs:
@@ -269,20 +287,21 @@ def _cg_hand_out(static_outputs, static_inputs, args):
             handed[id(o)] = out
             result.append(out)
             continue
-        ptr = o.untyped_storage().data_ptr()
-        owner = input_storage.get(ptr) if ptr != 0 else None
+        same = [i for i, s in enumerate(static_inputs) if o is s]
+        if same:  # the graph returns an input buffer itself: the caller's tensor, as eager
+            result.append(args[same[0]])
+            continue
+        key = _cg_storage_key(o)
+        owner = input_storage.get(key)
         if owner is not None:
             s, a = static_inputs[owner], args[owner]
-            if o is s:
-                result.append(a)
-                continue
             offset = a.storage_offset() + o.storage_offset() - s.storage_offset()
             if o.dtype == a.dtype and offset >= 0:
                 result.append(a.as_strided(o.size(), o.stride(), offset))
                 continue
-        if ptr == 0 or ptr not in copies:
-            copies[ptr] = o.untyped_storage().clone()
-        storage = copies[ptr]
+        if key not in copies:
+            copies[key] = o.untyped_storage().clone()
+        storage = copies[key]
         if o._base is not None:
             # A view of a graph-internal tensor stays a view (of a copy of that tensor), as
             # the output of the un-captured graph is.
@@ -680,6 +699,7 @@ _RUNTIME_COMMON = (
     "_cg_arg_key",
     "_cg_copy_into",
     "_cg_static_buffer",
+    "_cg_storage_key",
     "_cg_hand_out",
 )
 _RUNTIME_EMULATION = ("_cg_poison", "_EmulatedCUDAGraph", "_emulated_graph")
