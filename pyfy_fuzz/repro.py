@@ -389,6 +389,21 @@ class _Repro:
         self._need_names(head + body)
         if self._crash_form():  # run(fn), unless one line calls: then main calls inline
             return [] if self._one_call() else ["def run(fn):", *head, *body]
+        if check.compare in ("raises", "runs", "guard") and not fact and head:
+            # Each call alone, as pyfy-fuzz's drive observes them: an earlier call that raises
+            # on both sides does not hide the last one's difference (the GPU corpus's
+            # guards.8569: eager and torch.compile both raised at the variant call first).
+            assert len(head) == 1 and head[0].startswith("    for "), head
+            return [
+                "def outcome(fn):  # None, or what the last call raises (each call runs alone)",
+                *head,
+                "        raised = None",
+                "        try:",
+                *(f"    {x}" for x in body),
+                "        except Exception as e:  # a compiler crash: what the compiler raised",
+                '            raised = getattr(e, "inner_exception", None) or e',
+                "    return raised",
+            ]
         if check.compare in ("raises", "runs", "guard") and not fact:
             return [
                 "def outcome(fn):  # None, or what the calls raise",
@@ -430,6 +445,15 @@ class _Repro:
         self.imports.update(n for n in ("tree_leaves", "tree_structure") if n + "(" in text)
         if re.search(r"\bnullcontext\b", text):
             self.imports.add("nullcontext")
+
+    def _dynamic_arg(self) -> str:
+        """The compile's `dynamic=` as pyfy-fuzz passes it (compile_once: the plan's dynamic):
+        True, or False where a later call has other shapes -- left out, torch's default would
+        recompile it with dynamic shapes, another compile (the GPU corpus's versions.700a:
+        its repro met a dynamic recompile's crash, not its finding)."""
+        if self.spec.plan.dynamic:
+            return ", dynamic=True"
+        return ", dynamic=False" if any(v for _, _, v in self._runs()) else ""
 
     def _runs(self) -> list[tuple[int, str, str | None]]:
         """(seed, inputs function, variant) of each call, in order."""
@@ -585,7 +609,7 @@ class _Repro:
         """(lines making the compiled callable, its expression): torch.compile, or the AOT
         front-end as the campaign calls it (compile_once.plain_compile)."""
         plan, fn = self.spec.plan, self._fn()
-        dynamic = ", dynamic=True" if plan.dynamic else ""
+        dynamic = self._dynamic_arg()
         keep = aot_options(plan.config)["keep_inference_input_mutations"]
         if plan.frontend != "aot":
             name, mode = stock_compile(self.backend, plan.mode, self.device)
@@ -796,7 +820,7 @@ class _Repro:
         forward and backward, map backward nodes to forward ones, compare with eager.
         """
         plan, how, fn = self.spec.plan, self.check.fact, self._fn()
-        dynamic = ", dynamic=True" if plan.dynamic else ""
+        dynamic = self._dynamic_arg()
         keep = aot_options(plan.config)["keep_inference_input_mutations"]
         lines = ["graphs = {}  # forward, backward: their call_function nodes, with torch's meta"]
         if plan.frontend == "aot" and self.backend == "inductor":

@@ -1304,3 +1304,24 @@ def test_a_backward_node_without_seq_nr_is_its_own_check_not_an_unmapped_one() -
     spec = CASES[0][1]
     source = render_repro(spec, finding(CD, "seq_nr", TC, no_seq), backend="aot_eager")
     assert "no_seq_nr(graphs)" in source and "unmapped(graphs)" not in source
+
+
+def test_a_later_calls_exception_is_compared_call_by_call_under_the_campaigns_dynamic() -> None:
+    """Two renderer bugs the GPU corpus's triage found: outcome() returned at the first call
+    that raised, so an earlier call raising on both sides hid the variant's difference
+    (guards.8569), and without `dynamic=False` a later call of other shapes recompiled with
+    dynamic shapes, another compile than pyfy-fuzz's (versions.700a)."""
+    returned = D(
+        "exceptions",
+        "exception",
+        "returned",
+        CallRef("variant", relation="shape"),
+        exc=ExcFacts("RuntimeError", "boom", "call", ""),
+    )
+    spec = replace(SEQUENCE, plan=CallPlan(calls=2, variant="shape"))
+    source = render_repro(spec, finding(CD, "guards", TC, returned), backend="aot_eager")
+    outcome = _definition(source, "outcome")
+    assert "        try:" in outcome and outcome.rstrip().endswith("return raised"), outcome
+    assert "dynamic=False" in source
+    one_call = render_repro(MUTATED, CASES[0][2], backend="aot_eager")
+    assert "dynamic=" not in one_call

@@ -32,7 +32,7 @@ def observe(fn):
     return out
 
 expected = observe(f)
-actual = observe(torch.compile(f, backend="aot_eager"))
+actual = observe(torch.compile(f, backend="aot_eager", dynamic=False))
 print(f"eager:         {expected}")
 print(f"torch.compile: {actual}")
 try:
