@@ -119,6 +119,13 @@ def _paths(e: Entry) -> frozenset[str]:
     return frozenset(e.case["identity"].get("paths", ()))
 
 
+def _apart(a: Entry, b: Entry) -> bool:
+    """A person read the pair and said they are two causes (`apart_from`, migrate --apart)."""
+    return b.signature in a.case.get("apart_from", ()) or a.signature in b.case.get(
+        "apart_from", ()
+    )
+
+
 # Note [One entry per identity across wrapper paths]
 # An identity is the coarse key (oracle and aspect, or exception) refined by the wrapper paths
 # the shrunk program needs: one aspect reached through disjoint wrapper paths may be two causes
@@ -134,7 +141,8 @@ def _paths(e: Entry) -> frozenset[str]:
 # H1, its stale grad_fn, when the two corpora met). A wrong fold hides a bug, a missing one
 # leaves a duplicate, so the fold is a person's call: `Corpus.fold_candidates` lists the
 # pairs (migrate prints them, a campaign's summary names its own), `migrate --fold` folds
-# them: sightings added, the triage note carried, the bigger entry kept under .superseded/.
+# them (sightings added, the triage note carried, the bigger entry kept under .superseded/)
+# and `migrate --apart` records a pair as two causes (`apart_from`), never listed again.
 
 
 @dataclass
@@ -353,7 +361,7 @@ class Corpus:
             members.sort(key=lambda e: (len(_paths(e)), tuple(e.case.get("size", ())), e.signature))
             kept: list[Entry] = []
             for e in members:
-                into = next((k for k in kept if _paths(k) <= _paths(e)), None)
+                into = next((k for k in kept if _paths(k) <= _paths(e) and not _apart(k, e)), None)
                 if into is None or (
                     only is not None and e.signature not in only and into.signature not in only
                 ):
@@ -372,6 +380,18 @@ class Corpus:
             if e is None or general not in self.entries or bigger == general:
                 continue
             self._fold_into(general, e)
+            done.append((bigger, general))
+        return done
+
+    def keep_apart(self, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Record that each pair (a fold candidate a person read) is two causes: the bigger
+        entry's `apart_from` names the other, and the pair is no candidate again."""
+        done: list[tuple[str, str]] = []
+        for bigger, general in pairs:
+            e = self.entries.get(bigger)
+            if e is None or general not in self.entries:
+                continue
+            self.annotate(bigger, {"apart_from": [*e.case.get("apart_from", ()), general]})
             done.append((bigger, general))
         return done
 

@@ -20,8 +20,9 @@ def register(commands: Commands) -> None:
             "(format 5); old entries that are one bug become one entry, triage notes kept. "
             "Entries of one identity whose wrapper paths are comparable (one set inside the "
             "other) are listed as fold candidates; --fold folds each into the most general "
-            "one once you have read them (merging another corpus: copy its entries in, "
-            "migrate, read the candidates, migrate --fold). "
+            "one once you have read them, --apart records a pair as two causes (merging "
+            "another corpus: copy its entries in, migrate, read the candidates, then --fold "
+            "or --apart each). "
             "Only entries found on --device are re-run (a GPU's bugs on a GPU). "
             "Old directories move to CORPUS/.migrated/. With --render, every current entry's "
             "repro.py, program.py and README.md are written anew from its case.json instead "
@@ -42,6 +43,14 @@ def register(commands: Commands) -> None:
         default=[],
         help="fold this candidate (the entry with more paths; repeatable, or 'all') into its "
         "more general entry; the folded directory is kept in .superseded/",
+    )
+    p.add_argument(
+        "--apart",
+        action="append",
+        metavar="ENTRY",
+        default=[],
+        help="this fold candidate (the entry with more paths; repeatable) is another cause: "
+        "recorded in its case.json (apart_from), never listed again",
     )
     p.add_argument("--workers", type=int, default=None)
     p.add_argument("--case-timeout", type=float, default=120.0)
@@ -66,7 +75,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         return _render(args.corpus)
     if not old_entries(args.corpus):
         print(f"migrate: no old-format entries in {args.corpus}")
-        return _fold(args.corpus, args.fold)
+        return _fold(args.corpus, args.fold, args.apart)
     try:
         report = migrate(
             args.corpus, workers=workers, case_timeout=args.case_timeout, device=args.device
@@ -85,31 +94,38 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         print(f"note: {TLPARSE_NOTICE}")
     news = {new for _, new, _ in report.migrated}
     print(f"migrate: {len(report.migrated)} entries -> {len(news)} entries")
-    return _fold(args.corpus, args.fold)
+    return _fold(args.corpus, args.fold, args.apart)
 
 
-def _fold(corpus: Path, chosen: list[str]) -> int:
-    """The fold candidates, listed; those named by --fold (or all) folded (Note [One entry per
-    identity across wrapper paths] in pyfy_fuzz/corpus.py)."""
+def _fold(corpus: Path, chosen: list[str], apart: list[str]) -> int:
+    """The fold candidates, listed; those named by --fold (or all) folded, those named by
+    --apart recorded as two causes (Note [One entry per identity across wrapper paths] in
+    pyfy_fuzz/corpus.py)."""
     from pyfy_fuzz.corpus import Corpus, CorpusError
 
     try:
         c = Corpus.open(corpus, create=False)
         pairs = c.fold_candidates()
-        unknown = sorted(set(chosen) - {"all"} - {bigger for bigger, _ in pairs})
+        named = {bigger for bigger, _ in pairs}
+        unknown = sorted((set(chosen) - {"all"} | set(apart)) - named)
         if unknown:
-            raise cli_error(f"--fold: not a fold candidate of {corpus}: {', '.join(unknown)}")
-        picked = [p for p in pairs if "all" in chosen or p[0] in chosen]
-        folded = c.fold(picked)
+            raise cli_error(f"not a fold candidate of {corpus}: {', '.join(unknown)}")
+        folding = named - set(apart) if "all" in chosen else set(chosen)
+        if set(apart) & folding:
+            raise cli_error("an entry cannot be both folded (--fold) and kept apart (--apart)")
+        separate = c.keep_apart([p for p in pairs if p[0] in apart])
+        folded = c.fold([p for p in pairs if p[0] in folding])
     except CorpusError as e:
         raise cli_error(str(e)) from None
     for bigger, general in pairs:
         how = "folded" if (bigger, general) in folded else "fold candidate"
+        how = "kept apart" if (bigger, general) in separate else how
         print(f"{bigger:<48} -> {general}  ({how})")
-    if len(pairs) > len(folded):
+    left = len(pairs) - len(folded) - len(separate)
+    if left:
         print(
-            f"migrate: {len(pairs) - len(folded)} fold candidate(s): one identity, wrapper paths "
-            "inside the other entry's; read both, then `--fold ENTRY` (or leave them apart)"
+            f"migrate: {left} fold candidate(s): one identity, wrapper paths inside the other "
+            "entry's; read both, then `--fold ENTRY` (one cause) or `--apart ENTRY` (two)"
         )
     if folded:
         print(f"migrate: {len(folded)} folded (kept in {corpus / '.superseded'})")

@@ -184,6 +184,16 @@ def test_migrate_lists_fold_candidates_and_folds_only_those_named(tmp_path: Path
     assert (root / bigger["signature"]).is_dir()
     assert main(["migrate", str(root), "--fold", name]) == 2  # the general one is no candidate
     assert "not a fold candidate" in capsys.readouterr().err
+    apart = ["migrate", str(root), "--apart", bigger["signature"]]
+    assert main([*apart, "--fold", bigger["signature"]]) == 2  # both: refused
+    capsys.readouterr()
+    assert main(apart) == 0 and "(kept apart)" in capsys.readouterr().out
+    assert Corpus.open(root).fold_candidates() == []  # a person's call, remembered
+    case_file = root / bigger["signature"] / CASE
+    recorded = json.loads(case_file.read_text())
+    assert recorded["apart_from"] == [name]
+    recorded.pop("apart_from")  # ... and taken back, by hand
+    case_file.write_text(json.dumps(recorded))
     assert main(["migrate", str(root), "--fold", bigger["signature"]]) == 0
     assert "(folded)" in capsys.readouterr().out
     assert not (root / bigger["signature"]).exists()
