@@ -240,8 +240,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "overwrites",
         source=(
             Edit(
-                r"^(\s+)input_storage: dict = \{\}  # storage address",
-                r"\1return list(static_outputs)\n\1input_storage: dict = {}  # storage address",
+                r"^(\s+)input_storage: dict = \{\}  # storage key",
+                r"\1return list(static_outputs)\n\1input_storage: dict = {}  # storage key",
             ),
         ),
     ),
