@@ -13,7 +13,9 @@ from . import file_runtime, wrappers
 from .ir import CompiledGraph, GuardNode, PythonifyIR
 from .meta import EmitContext, HookReplay
 from .wrappers import cudagraph
-from .wrappers.source import runtime_source, type_var
+from .wrappers.source import runtime_source, snapshot, type_var
+
+snapshot(file_runtime)  # Note [The emitted source is the imported source]
 
 __all__ = [
     "generate",

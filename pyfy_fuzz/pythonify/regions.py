@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import PythonifyUnsupported
+from .wrappers.source import snapshot
 
 __all__ = [
     "BREAK_CALLS",
@@ -204,3 +205,6 @@ import torch  # noqa: F401 - the statements between regions may use it''',
     )
     parts.append(f"def call({', '.join(sp.args)}):\n" + "\n".join(calls))
     return "\n\n\n".join(parts) + "\n"
+
+
+snapshot(sys.modules[__name__])  # Note [The emitted source is the imported source]

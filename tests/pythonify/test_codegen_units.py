@@ -76,3 +76,24 @@ def test_file_imports_torch_only(tmp_path):
         "torch",
         "pyfy_fuzz.pythonify.errors",
     }
+
+
+def test_the_emitted_source_is_the_source_the_process_imported(tmp_path, monkeypatch):
+    """Note [The emitted source is the imported source]: edited on disk after the snapshot (a
+    campaign running while pyfy-fuzz is edited or upgraded), a helper is still emitted as the
+    process imported it, not as the disk holds it now."""
+    import importlib
+    import sys
+
+    from pyfy_fuzz.pythonify.wrappers.source import runtime_source, snapshot
+
+    path = tmp_path / "emitted_mod.py"
+    path.write_text("def helper(x):\n    return x + 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("emitted_mod")
+    try:
+        snapshot(module)
+        path.write_text("def helper(x):\n    return _new_name(x)\n")
+        assert runtime_source(module, ("helper",)) == "def helper(x):\n    return x + 1"
+    finally:
+        sys.modules.pop("emitted_mod", None)

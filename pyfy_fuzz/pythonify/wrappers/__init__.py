@@ -50,7 +50,7 @@ from .effect_tokens import EffectTokensWrapperNode
 from .fakified_out import FakifiedOutWrapperNode
 from .rng import FunctionalizedRngRuntimeWrapperNode
 from .runtime import RuntimeWrapperNode
-from .source import runtime_source
+from .source import runtime_source, snapshot
 from .subclass import AOTDispatchSubclassWrapperNode
 from .synthetic_base import AOTSyntheticBaseWrapperNode
 
@@ -87,6 +87,7 @@ MODULES: tuple[ModuleType, ...] = (
     debug_assert,
     cudagraph,
 )
+snapshot(*MODULES)  # Note [The emitted source is the imported source]
 
 # The wrapper stack's modules, by the node class they model.
 _BY_NODE: dict[type[IRNode], ModuleType] = {

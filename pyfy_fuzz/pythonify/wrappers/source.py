@@ -21,7 +21,7 @@ import inspect
 import types
 from typing import Any
 
-__all__ = ["Emitter", "indent", "literal", "runtime_source", "type_var"]
+__all__ = ["Emitter", "indent", "literal", "runtime_source", "snapshot", "type_var"]
 
 
 @functools.cache
@@ -48,6 +48,19 @@ def _definitions(module: types.ModuleType) -> dict[str, str]:
         for name in names:
             out[name] = text
     return out
+
+
+def snapshot(*modules: types.ModuleType) -> None:
+    """Read the emitted modules' source now, as they are imported.
+
+    Note [The emitted source is the imported source]: `runtime_source` copies text, and text
+    is read from disk, while the code around it (which names to emit, what calls them) is the
+    code this process imported. Read later, after pyfy-fuzz was edited or upgraded under a
+    running campaign, a new helper's text arrives without the names it calls: a campaign
+    worker started before an edit wrote files that raised NameError, 8 "pythonify bugs" of the
+    11-27 1-hour campaign. Reading at import makes the text the code's own."""
+    for m in modules:
+        _definitions(m)
 
 
 def runtime_source(module: types.ModuleType, names: tuple[str, ...]) -> str:
