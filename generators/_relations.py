@@ -13,7 +13,10 @@ program's own `make_inputs` branch (it knows which arguments the spec aliased).
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import TYPE_CHECKING
+
+from pyfy_fuzz.sourcepin import pin
 
 if TYPE_CHECKING:  # the program imports torch; here they are source, never called
     import torch
@@ -154,3 +157,6 @@ def relations_source() -> str:
         inspect.getsource(fn).replace("  # type: ignore[no-untyped-def]", "")
         for fn in RELATION_FUNCTIONS
     )
+
+
+pin(sys.modules[__name__])  # Note [The emitted source is the imported source]

@@ -15,7 +15,10 @@ token with the copy, so the log shows which pack an unpack undid.
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import Any
+
+from pyfy_fuzz.sourcepin import pin
 
 __all__ = [
     "SAVED_HOOK_FUNCTIONS",
@@ -59,3 +62,6 @@ def saved_hooks_source() -> str:
     )
     log = "SAVED_LOG = []  # (pack, k): pack returned token k; (unpack, k): unpack got it"
     return f"{log}\n\n\n{functions}"
+
+
+pin(sys.modules[__name__])  # Note [The emitted source is the imported source]

@@ -12,9 +12,12 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+import sys
 import textwrap
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from .sourcepin import pin
 
 if TYPE_CHECKING:  # what the generated script imports or defines itself
     import torch
@@ -299,3 +302,6 @@ def function_from(text: str, name: str) -> list[str]:
     segment = ast.get_source_segment(text, node)
     assert segment is not None, f"expected the source of {name}, got none"
     return segment.splitlines()
+
+
+pin(sys.modules[__name__])  # Note [The emitted source is the imported source]

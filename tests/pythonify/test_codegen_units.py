@@ -83,6 +83,7 @@ def test_the_emitted_source_is_the_source_the_process_imported(tmp_path, monkeyp
     campaign running while pyfy-fuzz is edited or upgraded), a helper is still emitted as the
     process imported it, not as the disk holds it now."""
     import importlib
+    import inspect
     import sys
 
     from pyfy_fuzz.pythonify.wrappers.source import runtime_source, snapshot
@@ -95,5 +96,7 @@ def test_the_emitted_source_is_the_source_the_process_imported(tmp_path, monkeyp
         snapshot(module)
         path.write_text("def helper(x):\n    return _new_name(x)\n")
         assert runtime_source(module, ("helper",)) == "def helper(x):\n    return x + 1"
+        # and any inspect.getsource of its functions (repro helpers, relationship functions)
+        assert inspect.getsource(module.helper) == "def helper(x):\n    return x + 1\n"
     finally:
         sys.modules.pop("emitted_mod", None)

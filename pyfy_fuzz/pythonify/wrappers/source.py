@@ -21,6 +21,8 @@ import inspect
 import types
 from typing import Any
 
+from ...sourcepin import pin
+
 __all__ = ["Emitter", "indent", "literal", "runtime_source", "snapshot", "type_var"]
 
 
@@ -51,15 +53,10 @@ def _definitions(module: types.ModuleType) -> dict[str, str]:
 
 
 def snapshot(*modules: types.ModuleType) -> None:
-    """Read the emitted modules' source now, as they are imported.
-
-    Note [The emitted source is the imported source]: `runtime_source` copies text, and text
-    is read from disk, while the code around it (which names to emit, what calls them) is the
-    code this process imported. Read later, after pyfy-fuzz was edited or upgraded under a
-    running campaign, a new helper's text arrives without the names it calls: a campaign
-    worker started before an edit wrote files that raised NameError, 8 "pythonify bugs" of the
-    11-27 1-hour campaign. Reading at import makes the text the code's own."""
+    """Read the emitted modules' source as they are imported (Note [The emitted source is
+    the imported source] in pyfy_fuzz/sourcepin.py)."""
     for m in modules:
+        pin(m)
         _definitions(m)
 
 
