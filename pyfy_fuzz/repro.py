@@ -528,8 +528,12 @@ class _Repro:
             or grad_fn_hooks
             or marks
         )
-        inner = ["out = fn(*args)" if uses_args else f"out = fn(*{make})"]
         site = "with during():  # the call's own context" if during else self._call_site()
+        # the drive makes the inputs before it enters the call site: made inside
+        # inference_mode they would be inference tensors, inside no_grad a non-leaf a leaf
+        # (the 1-hour campaign's autograd.72dd showed nothing with its inputs made inside)
+        uses_args = uses_args or (site is not None and drive)
+        inner = ["out = fn(*args)" if uses_args else f"out = fn(*{make})"]
         if site is not None and drive:
             inner = [site, f"    {inner[0]}"]
         if check.grad_mode:

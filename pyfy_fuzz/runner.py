@@ -52,6 +52,7 @@ from .subjects import (
     eager_target,
     pythonified_target,
     served,
+    shared_code_limits,
     torch_compile_target,
     warm_applies,
     warm_target,
@@ -183,6 +184,7 @@ def run_case(
         _functorch_config(program.plan),
         drawn_config(program.plan, device) as skipped,
         case_caches(),
+        shared_code_limits(),
     ):
         got = _compiled_subjects(
             spec, program, eager, impl or BundledPythonify(), backend, device, workdir, clock

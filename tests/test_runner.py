@@ -646,3 +646,39 @@ def test_the_file_regenerates_aliased_outputs_as_torch_does_without_view_replay(
     r = run_case(s, backend="aot_eager")
     assert r.status == "ok", r
     assert [f.explanation for f in r.findings if f.subject == "pythonify"] == []
+
+
+# The 1-hour campaign's pythonify-divergence.FailOnRecompileLimitHit.ab4dda07476f: an effect op,
+# a variant and two sequence calls of other guards, probes outside the autocast call site.
+_RECOMPILES = (
+    '{"body": [{"args": ["a1"], "ctx": null, "op": "effect_op", "outs": []}], "family": '
+    '"effects", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, '
+    '"views": []}, {"kind": "root", "of": 0, "root": 1, "value": 0, "views": []}], "module": '
+    'null, "outputs": [{"items": [], "kind": "ref", "ref": "a0", "value": 0}], "plan": '
+    '{"backend": null, "backward": false, "calls": 1, "config": ["autocast"], "dynamic": false, '
+    '"frontend": "dynamo", "grad_fn_hooks": false, "mode": null, "saved_tensor_hooks": false, '
+    '"second_backward": null, "sequence": ["dtype", "shape+dtype"], "tangents": "ones", '
+    '"variant": "aliasing"}, "roots": [{"dtype": "float32", "grad": "leaf", "layout": '
+    '"contiguous", "shape": [], "subclass": null}, {"dtype": "float64", "grad": "leaf", '
+    '"layout": "contiguous", "shape": [1, 1], "subclass": null}], "version": 1}'
+)
+
+
+def test_the_capture_and_the_stock_compile_do_not_share_a_recompile_limit():
+    """Note [One code object, several compiles]: under Dynamo's default limit the stock
+    compile hit FailOnRecompileLimitHit on the capture's cache entries, a pythonify finding."""
+    from generators import ProgramSpec
+    from pyfy_fuzz.subjects import stock
+
+    s = ProgramSpec.from_json(_RECOMPILES)
+    torch._dynamo.reset()
+    assert run_case(s, backend="aot_eager").findings == []
+    torch._dynamo.reset()
+    original, stock.RECOMPILE_LIMIT = stock.RECOMPILE_LIMIT, 8  # Dynamo's default
+    try:
+        found = run_case(s, backend="aot_eager").findings
+    finally:
+        stock.RECOMPILE_LIMIT = original
+    assert any(f.exc_type and "RecompileLimit" in f.exc_type for f in found) or any(
+        "FailOnRecompileLimitHit" in f.explanation for f in found
+    ), [f.explanation for f in found]

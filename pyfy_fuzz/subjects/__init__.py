@@ -15,6 +15,7 @@ from .stock import (
     case_caches,
     drawn_config,
     non_stock,
+    shared_code_limits,
     stock_compile,
 )
 from .torch_compile import torch_compile_target
@@ -40,6 +41,7 @@ __all__ = [
     "plain_compile",
     "pythonified_target",
     "served",
+    "shared_code_limits",
     "stock_compile",
     "torch_compile_target",
     "warm_applies",

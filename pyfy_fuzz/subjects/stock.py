@@ -52,12 +52,14 @@ from pyfy_fuzz.schema.config import compile_knobs
 from pyfy_fuzz.schema.spec import CallPlan
 
 __all__ = [
-    "case_caches",
     "COMPARABILITY",
-    "drawn_config",
-    "Knob",
-    "non_stock",
+    "RECOMPILE_LIMIT",
     "STOCK_KNOBS",
+    "Knob",
+    "case_caches",
+    "drawn_config",
+    "non_stock",
+    "shared_code_limits",
     "stock_compile",
 ]
 
@@ -167,6 +169,30 @@ def case_caches() -> Iterator[Path]:
         for cls, original in reversed(undo):
             setattr(cls, "_get_tmp_dir", original)  # noqa: B010
         shutil.rmtree(root, ignore_errors=True)
+
+
+# Note [One code object, several compiles]
+# A case compiles the program's function more than once in one process: the capture (the
+# implementation's own compile, whose cache entry stays: Note [Two references]) and the stock
+# compile, each caching a graph per guard set on the SAME code object. Dynamo's recompile
+# limit (8 cache entries a code object, torch 2.13) counts them all, so a plan of a few calls
+# whose guards differ (a variant, a sequence, probes outside the call site) made the stock
+# compile fail with "Hard failure due to fullgraph=True" (FailOnRecompileLimitHit, the
+# capture being fullgraph) where a user's one compile would not: the 1-hour campaign's
+# pythonify-divergence.FailOnRecompileLimitHit.ab4dda07476f, and the issue's "fullgraph
+# recompile-limit failure of the file". Dynamo's cache policy is not what a case tests: the
+# limit is raised for the case to what every subject's compiles need.
+RECOMPILE_LIMIT = 64
+
+
+@contextlib.contextmanager
+def shared_code_limits() -> Iterator[None]:
+    """Note [One code object, several compiles]."""
+    import torch._dynamo.config as dynamo_config
+
+    name = "recompile_limit" if hasattr(dynamo_config, "recompile_limit") else "cache_size_limit"
+    with dynamo_config.patch(**{name: max(RECOMPILE_LIMIT, getattr(dynamo_config, name))}):
+        yield
 
 
 @contextlib.contextmanager
