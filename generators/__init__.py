@@ -41,9 +41,11 @@ from ._spec import (
     ViewStep,
     spec_from_dict,
 )
+from ._stmts import INPLACE
 
 __all__ = [
     "FAMILIES",
+    "INPLACE",
     "SPEC_VERSION",
     "CallPlan",
     "FunctionSpec",

@@ -30,7 +30,7 @@ import torch._dynamo
 from torch.overrides import TorchFunctionMode
 
 import oracles
-from generators import Program, ProgramSpec, materialize
+from generators import INPLACE, Program, ProgramSpec, materialize
 from oracles import Evidence, Finding
 from oracles.by_design import excuse, recording
 from pyfy_fuzz.schema.paths import spec_paths
@@ -62,10 +62,12 @@ __all__ = [
     "BACKENDS",
     "CaseResult",
     "DEVICES",
+    "FRESH_OPS",
     "NONDETERMINISTIC",
     "PURE_OPS",
     "case_backend",
     "dead_statements",
+    "dead_writes",
     "nondeterministic_ops",
     "run_case",
 ]
@@ -166,7 +168,10 @@ def run_case(
     torch.compile, torch.compile-warm, pythonify, capture, eager-fp64, oracles): a campaign
     worker reports it so a case that kills the interpreter is attributed to the subject that
     was running. A spec that names its own backend (`CallPlan.backend`: a campaign's mix drew
-    it) compiles with that one (`case_backend`)."""
+    it) compiles with that one (`case_backend`).
+
+    Long: the stages in the order a case runs them, each a line or two, under the case's
+    contexts (the drawn configuration, fresh caches, the recompile limit)."""
     backend = case_backend(spec, backend)
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -542,14 +547,46 @@ def _refs(out: OutSpec) -> set[str]:
     return {out.ref} if out.ref else set()
 
 
+# Pure ops whose result is a new tensor, never a view of an argument ("view", "detach" and
+# "to" may return one): writing into such a result in place touches nothing else.
+FRESH_OPS = PURE_OPS - {"view", "detach", "to"}
+
+
+def dead_writes(spec: ProgramSpec) -> set[int]:
+    """In-place writes (generators' INPLACE) into a value nothing else reads: made by a
+    FRESH_OPS statement, no output, and every statement that names it writes into it in place.
+    They are dead code as much as a pure statement is (the 1-hour campaign's
+    compile-divergence.IndexError.ad598f021f8d: `v2 = a0.neg(); v2.index_put_(...)` with an
+    index eager rejects, a write torch.compile removed with v2)."""
+    outputs = set().union(*(_refs(o) for o in spec.outputs)) if spec.outputs else set()
+    dead: set[int] = set()
+    for stmt in spec.body:
+        if stmt.op not in FRESH_OPS:
+            continue
+        for v in set(stmt.outs) - outputs:
+            uses = [j for j, s in enumerate(spec.body) if v in s.args]
+            writes = [
+                j
+                for j in uses
+                if spec.body[j].op in INPLACE
+                and spec.body[j].args[:1] == (v,)
+                and not spec.body[j].outs
+            ]
+            if uses and writes == uses:
+                dead.update(writes)
+    return dead
+
+
 def dead_statements(spec: ProgramSpec) -> list[int]:
     """Indices of the body's statements whose results nothing uses: pure (PURE_OPS) and none
-    of the values they bind reaches an output or a statement that is not itself dead."""
+    of the values they bind reaches an output or a statement that is not itself dead, and the
+    in-place writes into such values (`dead_writes`)."""
     live: set[str] = set().union(*(_refs(o) for o in spec.outputs)) if spec.outputs else set()
+    writes = dead_writes(spec)
     dead = []
     for i in reversed(range(len(spec.body))):
         stmt = spec.body[i]
-        if stmt.op in PURE_OPS and not live.intersection(stmt.outs):
+        if i in writes or (stmt.op in PURE_OPS and not live.intersection(stmt.outs)):
             dead.append(i)
             continue
         live.update(a for a in stmt.args if isinstance(a, str))

@@ -90,6 +90,20 @@ def _ref(name: str) -> OutSpec:
             [_ref("v1")],
             [],
         ),
+        # ... but a write into a fresh value nothing else reads is as dead as the value
+        # (the 1-hour campaign's IndexError.ad598f021f8d: an index eager rejects)
+        (
+            [("neg", ("a0",), ("v0",)), ("index_put_", ("v0", 2), ()), ("sin", ("a0",), ("v1",))],
+            [_ref("v1")],
+            [0, 1],
+        ),
+        # not when the value is also read, or returned
+        (
+            [("neg", ("a0",), ("v0",)), ("add_", ("v0", 1), ()), ("sin", ("v0",), ("v1",))],
+            [_ref("v1")],
+            [],
+        ),
+        ([("neg", ("a0",), ("v0",)), ("fill_", ("v0", 2), ())], [_ref("v0")], []),
         # random ops, hooks and custom Functions are never dead (fallback_random keeps them)
         ([("rand_like", ("a0",), ("v0",)), ("sin", ("a0",), ("v1",))], [_ref("v1")], []),
         (
@@ -109,7 +123,17 @@ def _ref(name: str) -> OutSpec:
             [2],
         ),
     ],
-    ids=["transitive", "inplace", "rng", "hook", "function", "size-and-tuple"],
+    ids=[
+        "transitive",
+        "inplace",
+        "write-into-dead",
+        "write-into-read",
+        "write-into-output",
+        "rng",
+        "hook",
+        "function",
+        "size-and-tuple",
+    ],
 )
 def test_dead_statements(body: list, outputs: list, dead: list) -> None:  # type: ignore[type-arg]
     s = replace(spec(body, [], grad="none"), outputs=tuple(outputs))
