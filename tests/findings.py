@@ -1,14 +1,26 @@
 """Findings as the oracles make them, for tests that need one without running a case: each
-records its differences as data (Note [Differences are data] in pyfy_fuzz/schema/difference.py)."""
+records its differences as data (Note [Differences are data] in pyfy_fuzz/schema/difference.py);
+and the one-statement program such tests hand around with them."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from generators import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
 from pyfy_fuzz.schema.difference import CallRef, Difference, ExcFacts
 from pyfy_fuzz.schema.finding import Finding
 
-__all__ = ["crash_finding", "values_finding"]
+__all__ = ["SIN", "crash_finding", "values_finding"]
+
+# `v0 = a0.sin(); return v0`, one call, no backward: a program for bookkeeping tests.
+SIN = ProgramSpec(
+    family="input_mutation",
+    roots=(RootSpec((2,)),),
+    inputs=(InputSpec("root", 0),),
+    body=(Stmt("sin", ("a0",), ("v0",)),),
+    outputs=(OutSpec("ref", "v0"),),
+    plan=CallPlan(calls=1, backward=False),
+)
 
 
 def values_finding(

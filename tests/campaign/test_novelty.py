@@ -9,21 +9,13 @@ from typing import Any
 
 import pytest
 
-from generators import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
 from oracles.identity import PENDING
 from pyfy_fuzz.campaign import MAX_SHRINKS_PER_COARSE, Campaign, CampaignConfig
 from pyfy_fuzz.pool import Event
 from pyfy_fuzz.schema.messages import CaseOutcome, Done, Found, Known, Report, Shrunk
-from tests.findings import values_finding
+from tests.findings import SIN, values_finding
 
-SPEC = ProgramSpec(
-    family="input_mutation",
-    roots=(RootSpec((2,)),),
-    inputs=(InputSpec("root", 0),),
-    body=(Stmt("sin", ("a0",), ("v0",)),),
-    outputs=(OutSpec("ref", "v0"),),
-    plan=CallPlan(calls=1, backward=False),
-).to_json()
+SPEC = SIN.to_json()
 
 
 def _f(*paths: str) -> dict[str, Any]:

@@ -7,21 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from generators import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
+from generators import ProgramSpec, RootSpec
 from pyfy_fuzz.pool import Died, Pool
 from pyfy_fuzz.schema.messages import Avoid, Bye, Done, Known, Serve
 from pyfy_fuzz.worker import WorkerConfig
+from tests.findings import SIN
 
 pytestmark = pytest.mark.slow  # starts the fork server (imports torch): ~5 s
 
-SPEC = ProgramSpec(
-    family="input_mutation",
-    roots=(RootSpec((2,)),),
-    inputs=(InputSpec("root", 0),),
-    body=(Stmt("sin", ("a0",), ("v0",)),),
-    outputs=(OutSpec("ref", "v0"),),
-    plan=CallPlan(calls=1, backward=False),
-).to_json()
+SPEC = SIN.to_json()
 
 
 def _pool(tmp_path: Path, n: int = 1) -> Pool:

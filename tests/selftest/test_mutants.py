@@ -12,19 +12,11 @@ import torch
 import torch._dynamo
 from hypothesis import HealthCheck, Phase, given, settings
 
-from generators import (
-    CallPlan,
-    InputSpec,
-    OutSpec,
-    ProgramSpec,
-    RootSpec,
-    Stmt,
-    materialize,
-    programs,
-)
+from generators import materialize, programs
 from pyfy_fuzz.cli import main
 from pyfy_fuzz.pythonify import api
 from pyfy_fuzz.selftest import BY_NAME, MUTANTS, MutantPythonify
+from tests.findings import SIN
 
 
 def test_mutant_names_are_unique_and_described() -> None:
@@ -123,14 +115,7 @@ def test_confirm_reruns_a_mutated_program_and_needs_the_clean_one_to_pass(
     from pyfy_fuzz import runner
     from pyfy_fuzz.selftest import run as st
 
-    spec = ProgramSpec(
-        family="input_mutation",
-        roots=(RootSpec((2,)),),
-        inputs=(InputSpec("root", 0),),
-        body=(Stmt("sin", ("a0",), ("v0",)),),
-        outputs=(OutSpec("ref", "v0"),),
-        plan=CallPlan(calls=1, backward=False),
-    )
+    spec = SIN
     found = SimpleNamespace(kind="pythonify-divergence", oracle="mutation", subject="pythonify")
     mutant = BY_NAME["guard_aliasing_missing"]
 
