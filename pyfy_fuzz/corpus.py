@@ -137,8 +137,10 @@ def _apart(a: Entry, b: Entry) -> bool:
 # bigger one standing. Is that one bug? Often (the GPU corpus against the checked-in one: a
 # no_grad view's is_leaf, T3, under three path sets), but not always: an aspect with no paths
 # covers every program with it, and "output N: values differ" or "grad of <arg> (retained)"
-# are the aspects of several causes (R2 and T9; G1, a hook on a mutated non-leaf argument, and
-# H1, its stale grad_fn, when the two corpora met). A wrong fold hides a bug, a missing one
+# are the aspects of several causes: of the 7 pairs the GPU corpus met in the checked-in one,
+# 3 were two causes (R2 and T9; G1, a hook on a mutated non-leaf argument, and H1, its stale
+# grad_fn; R and N15, two lost metadata mutations), reports/triage-2026-11-27-gpu-corpus.md.
+# A wrong fold hides a bug, a missing one
 # leaves a duplicate, so the fold is a person's call: `Corpus.fold_candidates` lists the
 # pairs (migrate prints them, a campaign's summary names its own), `migrate --fold` folds
 # them (sightings added, the triage note carried, the bigger entry kept under .superseded/)
