@@ -47,8 +47,6 @@ __all__ = ["MigrateReport", "migrate", "old_entries", "render"]
 class MigrateReport:
     migrated: list[tuple[str, str, str]] = field(default_factory=list)  # (old, new, how)
     notes: list[str] = field(default_factory=list)
-    # (bigger, general): one identity, comparable wrapper paths (Corpus.fold_candidates)
-    fold_candidates: list[tuple[str, str]] = field(default_factory=list)
 
 
 def old_entries(root: Path) -> list[Entry]:
@@ -233,7 +231,6 @@ def migrate(
             # where pyfy-fuzz cannot be imported
             code, tail = check_repro(path)
             corpus.annotate(sig, {"repro": repro_record(path, code, tail, case["kind"])})
-    report.fold_candidates = corpus.fold_candidates()
     return report
 
 

@@ -9,13 +9,14 @@ header, the runtime helpers, the compiled graphs, the guards and the entry point
 
 from __future__ import annotations
 
+from ..sourcepin import pin
 from . import file_runtime, wrappers
 from .ir import CompiledGraph, GuardNode, PythonifyIR
 from .meta import EmitContext, HookReplay
 from .wrappers import cudagraph
-from .wrappers.source import runtime_source, snapshot, type_var
+from .wrappers.source import runtime_source, type_var
 
-snapshot(file_runtime)  # Note [The emitted source is the imported source]
+pin(file_runtime)  # Note [The emitted source is the imported source]
 
 __all__ = [
     "generate",

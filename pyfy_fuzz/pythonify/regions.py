@@ -27,8 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..sourcepin import pin
 from .errors import PythonifyUnsupported
-from .wrappers.source import snapshot
 
 __all__ = [
     "BREAK_CALLS",
@@ -207,4 +207,4 @@ import torch  # noqa: F401 - the statements between regions may use it''',
     return "\n\n\n".join(parts) + "\n"
 
 
-snapshot(sys.modules[__name__])  # Note [The emitted source is the imported source]
+pin(sys.modules[__name__])  # Note [The emitted source is the imported source]

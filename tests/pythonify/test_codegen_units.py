@@ -86,14 +86,15 @@ def test_the_emitted_source_is_the_source_the_process_imported(tmp_path, monkeyp
     import inspect
     import sys
 
-    from pyfy_fuzz.pythonify.wrappers.source import runtime_source, snapshot
+    from pyfy_fuzz.pythonify.wrappers.source import runtime_source
+    from pyfy_fuzz.sourcepin import pin
 
     path = tmp_path / "emitted_mod.py"
     path.write_text("def helper(x):\n    return x + 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     module = importlib.import_module("emitted_mod")
     try:
-        snapshot(module)
+        pin(module)
         path.write_text("def helper(x):\n    return _new_name(x)\n")
         assert runtime_source(module, ("helper",)) == "def helper(x):\n    return x + 1"
         # and any inspect.getsource of its functions (repro helpers, relationship functions)

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from ...sourcepin import pin
 from ..meta import EmitContext, IRNode, PathFacts
 from . import (
     autograd,
@@ -50,7 +51,7 @@ from .effect_tokens import EffectTokensWrapperNode
 from .fakified_out import FakifiedOutWrapperNode
 from .rng import FunctionalizedRngRuntimeWrapperNode
 from .runtime import RuntimeWrapperNode
-from .source import runtime_source, snapshot
+from .source import runtime_source
 from .subclass import AOTDispatchSubclassWrapperNode
 from .synthetic_base import AOTSyntheticBaseWrapperNode
 
@@ -87,7 +88,8 @@ MODULES: tuple[ModuleType, ...] = (
     debug_assert,
     cudagraph,
 )
-snapshot(*MODULES)  # Note [The emitted source is the imported source]
+for _m in MODULES:  # Note [The emitted source is the imported source]
+    pin(_m)
 
 # The wrapper stack's modules, by the node class they model.
 _BY_NODE: dict[type[IRNode], ModuleType] = {

@@ -385,14 +385,14 @@ class _EmulatedCUDAGraph:
             for x, saved in zip(memory, before, strict=True):
                 if saved is not None:
                     _cg_copy_into(x, saved)
-        input_ptrs = {x.untyped_storage().data_ptr() for x in memory if isinstance(x, torch.Tensor)}
+        input_storages = {_cg_storage_key(x) for x in memory if isinstance(x, torch.Tensor)}
         for j, o in enumerate(outs):
             if not isinstance(o, torch.Tensor):
                 continue
             same = [k for k, x in enumerate(memory) if x is o]
             if same:
                 outs[j] = static_inputs[same[0]]  # the graph returns its input buffer itself
-            elif o.untyped_storage().data_ptr() not in input_ptrs:
+            elif _cg_storage_key(o) not in input_storages:
                 _cg_poison(o)
         self.fn = fn
         self.static_inputs = static_inputs

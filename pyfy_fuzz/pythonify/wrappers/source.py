@@ -21,9 +21,7 @@ import inspect
 import types
 from typing import Any
 
-from ...sourcepin import pin
-
-__all__ = ["Emitter", "indent", "literal", "runtime_source", "snapshot", "type_var"]
+__all__ = ["Emitter", "indent", "literal", "runtime_source", "type_var"]
 
 
 @functools.cache
@@ -50,14 +48,6 @@ def _definitions(module: types.ModuleType) -> dict[str, str]:
         for name in names:
             out[name] = text
     return out
-
-
-def snapshot(*modules: types.ModuleType) -> None:
-    """Read the emitted modules' source as they are imported (Note [The emitted source is
-    the imported source] in pyfy_fuzz/sourcepin.py)."""
-    for m in modules:
-        pin(m)
-        _definitions(m)
 
 
 def runtime_source(module: types.ModuleType, names: tuple[str, ...]) -> str:
