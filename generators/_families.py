@@ -209,9 +209,11 @@ def _input_mutation(b: Builder) -> None:
     if not writable:  # e.g. only expanded roots: add one that can be written
         writable = [b.input_root(_mutable_root(b))]
     target = b.pick(writable)
-    kind = b.pick(
-        ("data", "data", "metadata", "grad_mode", "nonleaf view", "dtype alias", "windows")
-    )
+    # "metadata break": Dynamo breaks the graph at it (stmt_metadata), where "metadata" moves
+    # the program to AOT; it took a second "data"'s place, keeping the pick's range (a new
+    # draw moved where shrinking ends, tests/generators/test_shrinking.py).
+    kinds = ("data", "metadata break", "metadata", "grad_mode", "nonleaf view")
+    kind = b.pick((*kinds, "dtype alias", "windows"))
     if kind in ("dtype alias", "windows"):  # issue 17's aliased arguments, one written
         if kind == "windows":
             _, aliased = _windows(b)
@@ -230,8 +232,8 @@ def _input_mutation(b: Builder) -> None:
             _return_new(b, lambda: stmt_unary(b, target=b.vals[view.name]), limit=1)
             return
         kind = "data"
-    event(f"aim: runtime/input_mutation/{kind}")
-    if kind == "metadata" and stmt_metadata(b, target=target):
+    event(f"aim: {'graph/break' if kind == 'metadata break' else f'runtime/input_mutation/{kind}'}")
+    if kind.startswith("metadata") and stmt_metadata(b, target, kind == "metadata break"):
         return
     if kind == "grad_mode":
         stmt_grad_mode(b)

@@ -17,6 +17,9 @@ from pyfy_fuzz.schema.spec import RootSpec, numel
 
 FLOATS = ("float32", "float64", "float16", "bfloat16")
 MAX_ELEMENTS_EXACT = 4096  # above this, overlap is assumed rather than computed
+# How a program writes a grad hook it registers on an input: a global function by name, a
+# lambda calling it, or a lambda closing over an argument (Note [Hooks on inputs] in pythonify).
+HOOK_STYLES = ("named", "lambda", "closure")
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

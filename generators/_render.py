@@ -17,7 +17,7 @@ from dataclasses import asdict
 
 from pyfy_fuzz.schema.config import call_context
 
-from ._model import root_geometry
+from ._model import HOOK_STYLES, root_geometry
 from ._relations import relations_source
 from ._saved_hooks import saved_hooks_source
 from ._spec import (
@@ -356,6 +356,19 @@ def _module_pre_hook(module, grad_output):
 # the gradient, two that only log (their order is observed).
 HOOK_FUNCTIONS = ("_double_grad", "_log_grad_a", "_log_grad_b")
 
+
+def _hook_expr(stmt: Stmt, target: str) -> str:
+    """The hook a register_hook statement passes, in its HOOK_STYLES style (specs before the
+    style was drawn have none: by name)."""
+    name = HOOK_FUNCTIONS[int(stmt.args[1]) if len(stmt.args) > 1 else 0]  # type: ignore[call-overload]
+    style = str(stmt.args[2]) if len(stmt.args) > 2 else HOOK_STYLES[0]
+    if style == "lambda":
+        return f"lambda g: {name}(g)"
+    if style == "closure":  # closes over the argument it is registered on
+        return f"lambda g: {name}(g) if {target} is not None else g"
+    return name
+
+
 _UNARY = {
     "sin": "{0}.sin()",
     "cos": "{0}.cos()",
@@ -472,6 +485,8 @@ def stmt_lines(stmt: Stmt) -> list[str]:
         line = f"torch.set_grad_enabled({a[0]})"
     elif op == "graph_break":
         line = "torch._dynamo.graph_break()"
+    elif op == "print":
+        line = 'print("pyfy-fuzz graph break")'
     elif op == "aten_print":
         line = 'torch.ops.aten._print("pyfy-fuzz effect")'
     elif op == "print_hop":
@@ -481,7 +496,7 @@ def stmt_lines(stmt: Stmt) -> list[str]:
     elif op == "apply_fn":
         line = f"{lhs} = Fn{stmt.args[0]}.apply({', '.join(a[1:])})"
     elif op == "register_hook":
-        line = f"{a[0]}.register_hook({HOOK_FUNCTIONS[stmt.args[1] if len(stmt.args) > 1 else 0]})"
+        line = f"{a[0]}.register_hook({_hook_expr(stmt, a[0])})"
     elif op == "post_accumulate_hook":
         line = f"{a[0]}.register_post_accumulate_grad_hook(_log_accumulated)"
     else:

@@ -17,6 +17,7 @@ from hypothesis import event
 from ._build import Builder
 from ._model import (
     FLOATS,
+    HOOK_STYLES,
     Geometry,
     Val,
     broadcast,
@@ -311,14 +312,19 @@ def _apply_inplace(b: Builder, target: Val, other: Val | None, grad_in: bool) ->
             b.vals[name] = replace(v, requires_grad=True, is_leaf=False)
 
 
-def stmt_metadata(b: Builder, target: Val | None = None) -> bool:
+def stmt_metadata(b: Builder, target: Val | None = None, breaks: bool = False) -> bool:
     """An in-place metadata change of an argument (t_, transpose_, unsqueeze_, squeeze_, ...).
 
-    Dynamo graph-breaks on an in-place view op of a graph input, so the program switches to
-    the AOT front-end, which takes tensor arguments only (no ints, no module).
+    Dynamo graph-breaks on an in-place view op, set_ or resize_ of a graph input: the
+    program switches to the AOT front-end (tensor arguments only, no module), which traces
+    it as a metadata mutation, or, with `breaks` (input_mutation's "metadata break"), stays
+    on Dynamo, which breaks the graph there and the file splits (Note [Regions] in
+    pythonify; a module's graph break is refused).
     """
-    if b.ints or b.module is not None:
+    if b.module is not None or b.ints and not breaks:
         return False
+    if breaks and b.profile.frontend != "dynamo":
+        breaks = False
     if target is None:
         cands = tensors(
             b,
@@ -341,7 +347,7 @@ def stmt_metadata(b: Builder, target: Val | None = None) -> bool:
     geom: Geometry | None
     new_shape: tuple[int, ...]
     if op == "set_":
-        _set_storage(b, v)
+        _set_storage(b, v, breaks)
         return True
     if op == "resize_" and v.geom is not None:
         new_shape = (half,)
@@ -360,11 +366,20 @@ def stmt_metadata(b: Builder, target: Val | None = None) -> bool:
         if res is None:
             return False
         args, geom, new_shape = res
-    b.profile = replace(b.profile, frontend="aot")
+    _front_end(b, op, breaks)
     b.vals[v.name] = replace(v, geom=geom, shape=new_shape)
     b.body.append(Stmt(op, (v.name, *args)))
-    event(f"metadata mutation: {op}")
     return True
+
+
+def _front_end(b: Builder, op: str, breaks: bool) -> None:
+    """Dynamo breaks the graph at an input's metadata mutation; AOT traces it
+    (stmt_metadata)."""
+    if breaks:
+        event(f"graph break: {op} of an input")
+        return
+    b.profile = replace(b.profile, frontend="aot")
+    event(f"metadata mutation: {op}")
 
 
 def _metadata_ops(v: Val) -> list[str]:
@@ -392,16 +407,15 @@ def _metadata_ops(v: Val) -> list[str]:
     return ops
 
 
-def _set_storage(b: Builder, v: Val) -> None:
+def _set_storage(b: Builder, v: Val, breaks: bool) -> None:
     """`v.set_(t)` with t a fresh result: v keeps its version counter and takes t's storage
     and geometry. AOT replays it on the caller's tensor with set_ after the graph, not with a
     copy (Note [Copying input mutations back], pyfy_fuzz/pythonify/wrappers/runtime.py)."""
     t = fresh(b, v, v.shape, v.dtype, rg=False)
     bind(b, t, Stmt("mul", (v.name, 2), (t.name,)))
-    b.profile = replace(b.profile, frontend="aot")
+    _front_end(b, "set_", breaks)
     b.vals[v.name] = replace(v, storage=t.storage, storage_numel=t.storage_numel, geom=t.geom)
     b.body.append(Stmt("set_", (v.name, t.name)))
-    event("metadata mutation: set_")
 
 
 def stmt_grad_mode(b: Builder) -> bool:
@@ -417,8 +431,9 @@ def stmt_grad_mode(b: Builder) -> bool:
 
 def stmt_effect(b: Builder) -> bool:
     """A side effect: aten._print, the print HOP, an ordered effectful custom op, or a graph
-    break (Dynamo runs it in Python between two graphs; Note [Regions] in pythonify)."""
-    kind = b.pick(("aten_print", "print_hop", "effect_op", "graph_break"))
+    break, explicit or Python's print (Dynamo runs it in Python between two graphs; Note
+    [Regions] in pythonify)."""
+    kind = b.pick(("aten_print", "print_hop", "effect_op", "graph_break", "print"))
     cands = tensors(b, lambda v: not v.subclass)
     if kind in ("print_hop", "effect_op") and not cands:
         kind = "aten_print"
@@ -590,9 +605,11 @@ def stmt_hook(b: Builder) -> bool:
         b.body.append(Stmt("post_accumulate_hook", (v.name,)))
         event("hook: post-accumulate-grad on a leaf input")
         return True
-    b.body.append(Stmt("register_hook", (v.name, kind)))
+    style = b.pick(HOOK_STYLES) if on_input else HOOK_STYLES[0]
+    b.body.append(Stmt("register_hook", (v.name, kind, style)))
     where = "an input" if v.input_index is not None else "an intermediate"
     event(f"hook: {'modifies the grad' if kind == 0 else 'logs'}, on {where}")
+    event(f"hook: written as {style}")
     return True
 
 

@@ -83,11 +83,11 @@ def pythonify(
     if not isinstance(args, tuple):
         raise TypeError(f"args must be a tuple of example inputs, got {type(args).__name__}")
     out = _check_path(path)
-    t0 = time.perf_counter()
     try:
-        cap = capture(
+        return _pythonify_one(
             fn,
             args,
+            out,
             backend=backend,
             frontend=frontend,
             dynamic=dynamic,
@@ -96,10 +96,38 @@ def pythonify(
         )
     except PythonifyUnsupported as exc:
         plain = frontend == "dynamo" and mode is None and not fakify_first_call
-        sp = regions.split(fn) if plain and exc.construct == "a graph break" else None
-        if sp is None:
+        parsed = regions.parse(fn) if plain and exc.construct == _BREAK else None
+        if parsed is None:
             raise
-        return _pythonify_regions(fn, args, out, sp, backend=backend, dynamic=dynamic)
+        return _pythonify_regions(fn, parsed, args, out, exc, backend=backend, dynamic=dynamic)
+
+
+# What the capture raises where Dynamo breaks the graph (capture/dynamo.py).
+_BREAK = "a graph break"
+
+
+def _pythonify_one(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    out: Path,
+    *,
+    backend: str,
+    frontend: str = "dynamo",
+    dynamic: bool,
+    mode: str | None = None,
+    fakify_first_call: bool = False,
+) -> PythonifyResult:
+    """One capture, one graph, one file: a graph break raises."""
+    t0 = time.perf_counter()
+    cap = capture(
+        fn,
+        args,
+        backend=backend,
+        frontend=frontend,
+        dynamic=dynamic,
+        mode=mode,
+        fakify_first_call=fakify_first_call,
+    )
     t1 = time.perf_counter()
     ir = build_ir(cap)
     source = generate(ir)
@@ -120,52 +148,49 @@ def pythonify(
 
 def _pythonify_regions(
     fn: Callable[..., Any],
+    parsed: regions.Function,
     args: tuple[Any, ...],
     out: Path,
-    sp: regions.Split,
+    first: PythonifyUnsupported,
     *,
     backend: str,
     dynamic: bool,
 ) -> PythonifyResult:
     """A function Dynamo splits at graph breaks: each region pythonified alone, on the values
-    the regions before it computed (eager, on copies), and one file running them in order
-    (Note [Regions]). The reference is the regions' own compiled callables, in the same
-    order, with the break statements between."""
+    the code before it computed (eager, on copies), and one file running them in order. The
+    split starts at the statement Dynamo first broke at and grows by each break a region's
+    own compile meets (Note [Regions]); regions already compiled are kept. The reference is
+    the regions' own compiled callables, in the same order, with the break blocks between."""
     t0 = time.perf_counter()
-    env = dict(zip(sp.args, clone_preserving_aliasing(args), strict=True))
-    files: list[str | None] = []
-    results: list[PythonifyResult | None] = []
-    fns = []
-    for k, region in enumerate(sp.regions):
-        rfn = regions.region_function(sp, k, fn)
-        fns.append(rfn)
-        rargs = tuple(env[p] for p in region.params)
-        path = out.with_name(f".{out.stem}.region{k}.py")
-        try:
-            r = pythonify(rfn, rargs, path, backend=backend, dynamic=dynamic)
-        except PythonifyUnsupported as exc:
-            if exc.construct not in _NO_GRAPH:
-                raise PythonifyUnsupported(exc.construct, f"in region {k}: {exc}") from exc
-            r = None
-        finally:
-            path.unlink(missing_ok=True)
-        results.append(r)
-        files.append(None if r is None else r.source)
-        if k < len(sp.breaks):  # later regions' examples: what this one computes (eager)
-            got = rfn(*rargs)
-            env.update(zip(region.returns, got or (), strict=True))
+    where = fn.__qualname__  # type: ignore[attr-defined]
+    at = {parsed.statement_at(first.frames, where)}
+    done: dict[tuple[Any, ...], PythonifyResult | None] = {}
+    while True:
+        sp = regions.split(parsed, frozenset(at))
+        broke = _compile_regions(parsed, sp, args, out, done, backend=backend, dynamic=dynamic)
+        if broke is None:
+            break
+        k = parsed.statement_at(broke.frames, where)
+        if k in at:
+            raise PythonifyUnsupported(
+                "a graph break the file cannot place", f"{where}: again at statement {k}"
+            )
+        at.add(k)
+    results = [done[sp.prefix(k)] for k in range(len(sp.regions))]
     compiled = [r for r in results if r is not None]
     if not compiled:
         raise PythonifyUnsupported("a program without a compiled graph", "no region has one")
+    files = [None if r is None else r.source for r in results]
     source = regions.generate(sp, files, f"    regions with a graph: {len(compiled)}")
     compile(source, str(out), "exec")
     atomic_write(out, source)
-    reference = _regions_reference(
-        sp, fn, [r.compiled if r else f for r, f in zip(results, fns, strict=True)]
-    )
+    calls = [
+        r.compiled if r is not None else regions.region_function(parsed, sp, k)
+        for k, r in enumerate(results)
+    ]
     return PythonifyResult(
         path=out,
-        compiled=reference,
+        compiled=_regions_reference(parsed, sp, calls),
         active_wrappers=sorted({w for r in compiled for w in r.active_wrappers}),
         ir=compiled[0].ir,
         timings={"capture_s": time.perf_counter() - t0, "codegen_s": 0.0},
@@ -174,26 +199,64 @@ def _pythonify_regions(
     )
 
 
+def _compile_regions(
+    parsed: regions.Function,
+    sp: regions.Split,
+    args: tuple[Any, ...],
+    out: Path,
+    done: dict[tuple[Any, ...], PythonifyResult | None],
+    *,
+    backend: str,
+    dynamic: bool,
+) -> PythonifyUnsupported | None:
+    """Pythonify each region of `sp` not in `done` yet, on what the code before it computes
+    (eager, on copies of `args`); the graph break a region meets, if any, else None."""
+    env = dict(zip(parsed.args, clone_preserving_aliasing(args), strict=True))
+    for k, region in enumerate(sp.regions):
+        rfn = regions.region_function(parsed, sp, k)
+        rargs = tuple(env[p] for p in region.params)
+        key = sp.prefix(k)
+        if key not in done and region.body:
+            path = out.with_name(f".{out.stem}.region{k}.py")
+            try:
+                done[key] = _pythonify_one(rfn, rargs, path, backend=backend, dynamic=dynamic)
+            except PythonifyUnsupported as exc:
+                if exc.construct == _BREAK:
+                    return exc
+                if exc.construct not in _NO_GRAPH:
+                    raise PythonifyUnsupported(exc.construct, f"in region {k}: {exc}") from exc
+                done[key] = None
+            finally:
+                path.unlink(missing_ok=True)
+        done.setdefault(key, None)
+        if k < len(sp.breaks):  # later regions' examples: what this code computes (eager)
+            env.update(zip(region.returns, rfn(*rargs) or (), strict=True))
+            block = sp.breaks[k]
+            got = regions.break_function(parsed, sp, k)(*(env[p] for p in block.params))
+            env.update(zip(block.returns, got or (), strict=True))
+    return None
+
+
 # What a region with no tensor work raises: it has no graph, and runs as Python.
 _NO_GRAPH = ("a program without a compiled graph",)
 
 
 def _regions_reference(
-    sp: regions.Split, fn: Callable[..., Any], calls: list[Callable[..., Any]]
+    parsed: regions.Function, sp: regions.Split, calls: list[Callable[..., Any]]
 ) -> Callable[..., Any]:
     """The compile the file models: each region's compiled callable (or its Python), the
-    break statements between, run in the function's globals."""
-    breaks = [compile(b, f"<break {k}>", "exec") for k, b in enumerate(sp.breaks)]
+    break blocks between, in the function's globals."""
+    steps = [(region, calls[k]) for k, region in enumerate(sp.regions)]
+    for k, block in enumerate(sp.breaks):
+        steps.insert(2 * k + 1, (block, regions.break_function(parsed, sp, k)))
 
     def compiled(*args: Any) -> Any:
         env = dict(zip(sp.args, args, strict=True))
-        for k, region in enumerate(sp.regions):
-            got = calls[k](*(env[p] for p in region.params))
-            if k == len(breaks):
-                return got
-            env.update(zip(region.returns, got or (), strict=True))
-            exec(breaks[k], fn.__globals__, env)  # noqa: S102 - the user's own statement
-        raise AssertionError("unreachable")
+        for segment, run in steps[:-1]:
+            got = run(*(env[p] for p in segment.params))
+            env.update(zip(segment.returns, got or (), strict=True))
+        segment, run = steps[-1]
+        return run(*(env[p] for p in segment.params))
 
     return compiled
 

@@ -17,8 +17,13 @@ __all__ = [
 class PythonifyUnsupported(Exception):
     """The program uses a construct the generator does not model; the message names it."""
 
-    def __init__(self, construct: str, detail: str = "") -> None:
+    def __init__(
+        self, construct: str, detail: str = "", frames: tuple[tuple[str, int], ...] = ()
+    ) -> None:
         self.construct = construct
+        # For a graph break: Dynamo's user frames, (filename, line), outermost first (Note
+        # [Regions] in regions.py places the break by them).
+        self.frames = frames
         msg = f"pythonify does not support {construct}"
         super().__init__(f"{msg}: {detail}" if detail else msg)
 

@@ -157,6 +157,14 @@ def _bind_locals(args):
     return L, G
 
 
+def _over_globals(factory, G):
+    """A hook's factory rebuilt over the function's globals (the file's own when unbound), so
+    the hook it makes resolves names as the function's code does (Note [Hooks on inputs])."""
+    import types
+
+    return types.FunctionType(factory.__code__, G or globals(), factory.__name__)
+
+
 def _storage_keys(t):
     if _is_wrapper_subclass(t):
         attrs, _ = t.__tensor_flatten__()
@@ -296,6 +304,7 @@ RUNTIME = (
     "bind",
     "_call_module",
     "_bind_locals",
+    "_over_globals",
     "_storage_keys",
     "_check_autograd_state",
     "_check_guards",

@@ -163,6 +163,18 @@ def _hook_lines(hooks: list[HookReplay]) -> str:
     return "\n".join(lines)
 
 
+def _hook_definitions(hooks: list[HookReplay]) -> str:
+    """The factories of the hooks the function defines itself (Note [Hooks on inputs])."""
+    defs = [h.definition for h in hooks if h.definition]
+    if not defs:
+        return ""
+    return (
+        "# Hooks the function defines: their source, rebuilt at every call as Dynamo does.\n"
+        + "\n\n\n".join(defs)
+        + "\n\n\n"
+    )
+
+
 def _module_entry(module_call: bool) -> str:
     if not module_call:
         return ""
@@ -195,7 +207,7 @@ def _gather_inputs(L, G):
         ) from exc
 
 
-{_module_entry(e.module_call)}def {"_forward" if e.module_call else "call"}(*args):
+{_hook_definitions(e.hooks)}{_module_entry(e.module_call)}def {"_forward" if e.module_call else "call"}(*args):
     """Run the compiled program: same outputs, input mutations, aliasing and autograd as
     torch.compile(fn)(*args) at capture time."""
     L, G = _bind_locals(args)

@@ -60,6 +60,9 @@ class HookReplay:
     tensor: str  # the input's source, e.g. "L['x']" or "L['self']._parameters['w']"
     method: str  # a value of HOOK_METHODS
     hook: str  # the hook function's source, e.g. "G['_double_grad']"
+    # A hook the function defines (a lambda, a nested def): the module-level factory `hook`
+    # calls, its source as the function wrote it (Note [Hooks on inputs]); "" otherwise.
+    definition: str = ""
 
     def __post_init__(self) -> None:
         if self.method not in HOOK_METHODS.values():

@@ -195,7 +195,9 @@ FORCED: dict[str, Callable[[ProgramSpec], bool]] = {
     "input_mutation": lambda s: len(s.inputs) >= 1,
     "output_aliasing": _output_aliases,
     "subclass": lambda s: any(r.subclass in SUBCLASSES for r in s.roots),
-    "effects": lambda s: bool(_ops(s) & {"aten_print", "print_hop", "effect_op", "graph_break"}),
+    "effects": lambda s: bool(
+        _ops(s) & {"aten_print", "print_hop", "effect_op", "graph_break", "print"}
+    ),
     "rng": lambda s: bool(_ops(s) & {"rand_like", "randn_like", "dropout", "bernoulli"}),
     "autograd_function": lambda s: bool(s.functions) and "apply_fn" in _ops(s),
     "module": lambda s: s.module is not None and bool(s.module.params),

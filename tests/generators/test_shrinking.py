@@ -90,4 +90,6 @@ def test_any_program_of_a_family_shrinks_to_its_forced_core(family: str) -> None
     assert len(spec.inputs) == (2 if family == "synthetic_base" else 1), spec
     assert not spec.functions or spec.functions[0].body == "scale", spec
     for root in spec.roots:
-        assert root.dtype == "float32" and root.layout == "contiguous", spec
+        # float32, or a bool root without grad, which takes Hypothesis fewer choices: which
+        # of the two a family ends at moves with any new draw (issue 28's "metadata break").
+        assert root.dtype in ("float32", "bool") and root.layout == "contiguous", spec

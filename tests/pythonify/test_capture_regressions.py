@@ -43,17 +43,18 @@ def test_aliasing_is_kept():
 def test_a_hook_the_file_cannot_name_is_refused(tmp_path):
     """Found by the grads oracle: a file that dropped `x.register_hook(h)` (a side effect
     Dynamo replays after the graph) lost the hook's effect on gradients. Hooks the file can
-    name are replayed (Note [Hooks on inputs]); a lambda, which Dynamo rebuilds from its code
-    at every call, is refused by name rather than dropped."""
+    name or rebuild from the function's source are replayed (Note [Hooks on inputs]); a hook
+    closing over a value the function computes is refused by name rather than dropped."""
     import pytest
 
     from pyfy_fuzz.pythonify import PythonifyUnsupported, pythonify
 
     def f(a0: torch.Tensor) -> torch.Tensor:
-        a0.register_hook(lambda g: g * 2)
+        s = a0.detach().sum().item()
+        a0.register_hook(lambda g: g * s)
         return a0.sin()
 
-    with pytest.raises(PythonifyUnsupported, match="a hook the file cannot name.*lambda"):
+    with pytest.raises(PythonifyUnsupported, match="a hook closing over a value.*: s"):
         pythonify(f, (torch.randn(3, requires_grad=True),), tmp_path / "p.py")
 
 

@@ -12,6 +12,8 @@ import torch
 
 from pyfy_fuzz.pythonify.paths import wrapper_paths
 
+import pytest
+
 from .parity import check_parity, r
 
 LOG: list[str] = []
@@ -135,3 +137,45 @@ def test_module_full_backward_hook_and_pre_hook(tmp_path):
     res = check_parity(tmp_path, None, lambda: (r(3, rg=True),), make_module=make, calls=2)
     assert "return _call_module(_forward, args)" in res.path.read_text()
     assert LOG == ["pre", "full 1 2"] * 6, LOG
+
+
+def lambda_hook(x, y):
+    x.register_hook(lambda g: g * 2)
+    return (x * y).sin()
+
+
+def closure_hook(x, y, scale):
+    x.register_hook(lambda g: g * scale + y.detach())
+    return (x * y).sin()
+
+
+def nested_def_hook(x, y):
+    def clip(g):
+        LOG.append(f"clip {g.shape}")
+        return torch.clamp(g, -0.1, 0.1)
+
+    y.register_hook(clip)
+    x.register_post_accumulate_grad_hook(lambda p: LOG.append("acc"))
+    return (x * y).cos()
+
+
+# Hooks written as lambdas and closures, the most common way (Note [Hooks on inputs]): the
+# file rebuilds each from the function's source at every call, over its globals and the
+# current values of what it closes over.
+DEFINED = [
+    (lambda_hook, lambda: (r(4, rg=True), r(4, rg=True, seed=1))),
+    (closure_hook, lambda: (r(4, rg=True), r(4, rg=True, seed=1), 3.0)),
+    (nested_def_hook, lambda: (r(4, rg=True), r(4, rg=True, seed=1))),
+]
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+@pytest.mark.parametrize(("fn", "args"), DEFINED, ids=[f.__name__ for f, _ in DEFINED])
+def test_hooks_the_function_defines_are_rebuilt_from_its_source(tmp_path, fn, args, backend):
+    LOG.clear()
+    res = check_parity(tmp_path, fn, args, backend=backend)
+    text = res.path.read_text()
+    assert "def _hook_0(" in text and "_over_globals(_hook_0, G)(" in text
+    if fn is nested_def_hook:  # each subject ran both hooks on each of 2 calls
+        assert LOG.count("acc") == 3 * 2
+        assert LOG.count("clip torch.Size([4])") == 3 * 2

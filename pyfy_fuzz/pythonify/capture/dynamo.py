@@ -24,7 +24,7 @@ from .exprs import structure
 from .recorder import Recorder, plain_backend
 from .result import GraphInputRecord, snapshot
 
-__all__ = ["bind_names", "bound_locals", "capture_dynamo"]
+__all__ = ["bind_names", "bound_locals", "break_frames", "capture_dynamo"]
 
 
 def bind_names(fn: Callable[..., Any], is_module: bool) -> list[str]:
@@ -205,7 +205,9 @@ def capture_dynamo(
         if frame:  # Note [The forward frame of a module]
             rec.frame_args, ret = frame[0]
     except torch._dynamo.exc.Unsupported as exc:
-        raise PythonifyUnsupported("a graph break", str(exc).splitlines()[0]) from exc
+        raise PythonifyUnsupported(
+            "a graph break", str(exc).splitlines()[0], frames=break_frames(exc)
+        ) from exc
     except torch._dynamo.exc.BackendCompilerFailed as exc:
         if isinstance(exc.inner_exception, PythonifyUnsupported):
             raise exc.inner_exception from exc
@@ -218,6 +220,19 @@ def capture_dynamo(
     out_expr = _output_expr(ret, graph_outputs, graph_inputs, bound)
     # The reference callable must not close over our recording state.
     return compiled, graph_inputs, out_expr
+
+
+def break_frames(exc: Exception) -> tuple[tuple[str, int], ...]:
+    """The user frames Dynamo was tracing when it broke, (filename, line), outermost first:
+    `Unsupported.real_stack`, which Note [Regions] in regions.py places the break by."""
+    stack = getattr(exc, "real_stack", None)
+    if stack is None:
+        raise PythonifyUnsupported(
+            "a graph break on this torch (torch._dynamo.exc.Unsupported has no `real_stack`, "
+            "the user frames pythonify places a break by)",
+            type(exc).__name__,
+        )
+    return tuple((f.filename, f.lineno or 0) for f in stack)
 
 
 # Note [The forward frame of a module]
