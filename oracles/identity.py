@@ -191,13 +191,14 @@ class KnownBugs:
 # Severity: how bad a bug is for a user, worst first (the report's order).
 SEVERITIES = {
     1: "silent wrong values or gradients",
-    2: "crash where eager runs (also interpreter crash, hang, pyfy-fuzz's own error)",
+    2: "crash where eager runs (also interpreter crash, hang, a process left broken, "
+    "pyfy-fuzz's own error)",
     3: "autograd metadata, aliasing or error-handling differences "
     "(requires_grad, _base, version, a missing error)",
     4: "seq_nr mapping",
     5: "other (torch's own refusals: 'does not yet handle', 'not supported')",
 }
-_CRASH_KINDS = ("crash", "interpreter-crash", "hang", "harness-error")
+_CRASH_KINDS = ("crash", "interpreter-crash", "hang", "harness-error", "process-broken")
 # Where a difference is a value a user computes with (a tensor's values, shape, dtype, type,
 # a gradient or hook that is there or not)...
 _VALUE_LOCI = ("output", "input", "grad", "grad2", "later")
@@ -313,6 +314,9 @@ def title_of(
         return f"{who}: hangs (outlived the case timeout)"
     if kind == "harness-error":
         return "pyfy-fuzz itself raises" + (f" {exc}" if exc else " an error")
+    if kind == "process-broken":  # Note [A broken process] in pyfy_fuzz/worker.py
+        found = f"{exc}: {message}" if message else str(exc or "")
+        return f"{who}: leaves the process broken for what runs next ({found})"[:200]
     worst = worst_difference(finding)
     later = worst is not None and worst.call.later
     where = " on a call that breaks its guards" if later or oracle == "guards" else ""

@@ -23,6 +23,8 @@ compare:
 - seq_nr: the node metadata of the graphs AOTAutograd hands a recording backend;
 - runs: an interpreter crash or a hang -- the process dying is the repro (every call the
   drive made: the plan's, the variant and the sequence);
+- canary: a process left broken -- every call the drive made, then the canary
+  (`_repro_helpers.canary`) in the same process (Note [A broken process] in worker.py);
 - guard: the file must refuse a later call's inputs where torch.compile recompiled for them
   (guard parity): what each side raises, the file's PythonifyGuardError expected;
 - skips: how many graphs ran without CUDA graphs, torch's count against the file's.
@@ -46,7 +48,8 @@ from pyfy_fuzz.schema.spec import OutSpec, ProgramSpec, variant_tokens
 class Check:
     """What a repro compares; see Note [One check]."""
 
-    compare: str  # raises | values | equal | presence | later | seq_nr | runs | guard | skips
+    # raises | values | equal | presence | later | seq_nr | runs | guard | skips | canary
+    compare: str
     label: str  # what differs, in words, for the verdict line
     fact: str = ""  # what observe() returns; for seq_nr: invariants | grad_acc | order | file
     calls: int = 1  # the plan's calls that run (seeds 0..calls-1)
@@ -121,8 +124,9 @@ def _read_check(spec: ProgramSpec, finding: dict[str, Any]) -> Check:
     bw = "first" if plan.backward else ""
     later = plan.variant is not None
     sequence = len(plan.sequence) if later else 0
-    if kind in ("interpreter-crash", "hang"):
-        return Check("runs", kind, calls=plan.calls, variant=later, sequence=sequence, backward=bw)
+    if kind in ("interpreter-crash", "hang", "process-broken"):  # every call the drive made
+        compare = "canary" if kind == "process-broken" else "runs"
+        return Check(compare, kind, calls=plan.calls, variant=later, sequence=sequence, backward=bw)
     if kind == "harness-error":
         return Check(
             "raises",

@@ -3,8 +3,9 @@
 Each is emitted only into the repros whose check uses it (pyfy_fuzz.repro). They are written
 as the script shows them: no annotations (the script imports no typing), and only names the
 script itself has -- torch, tree_leaves, make_inputs, graphs, boxed_nop, ... -- which exist
-here for mypy alone (TYPE_CHECKING). They are never called in-process; the functions at
-the end turn them (and two of generators._render's definitions) into the lines of a script.
+here for mypy alone (TYPE_CHECKING). They are never called in-process, but for `canary`,
+which pyfy-fuzz's workers run after every case; the functions at the end turn them (and two
+of generators._render's definitions) into the lines of a script.
 """
 
 from __future__ import annotations
@@ -132,6 +133,35 @@ def retain_grads(args, skip=()):  # type: ignore[no-untyped-def]
     for k, a in enumerate(args):
         if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf and k not in skip:
             a.retain_grad()
+
+
+# -- a process left broken ---------------------------------------------------------------------
+
+
+def canary(device="cpu"):  # type: ignore[no-untyped-def]
+    """None while this process runs as a fresh one would, else (what, detail) of the first
+    check that fails: inference mode off, grad mode on, no TorchDispatchMode or
+    TorchFunctionMode left active, a parameter's forward and backward to the right gradient."""
+    import torch  # pyfy-fuzz's workers call it in-process (Note [A broken process])
+    from torch.overrides import _get_current_function_mode_stack as function_modes
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack as dispatch_modes
+
+    if torch.is_inference_mode_enabled():  # first: it turns grad mode off
+        return "inference_mode", "on"
+    if not torch.is_grad_enabled():
+        return "grad_mode", "off"
+    for what, modes in (("dispatch_mode", dispatch_modes()), ("function_mode", function_modes())):
+        if modes:  # a mode's class names it: how many were pushed varies from case to case
+            return what, ", ".join(sorted({type(m).__name__ for m in modes}))
+    try:
+        w = torch.nn.Parameter(torch.ones(1, 3, device=device))
+        torch.nn.functional.linear(torch.ones(2, 3, device=device), w).sin().sum().backward()
+    except Exception as e:
+        return type(e).__name__, str(e)[:300]
+    expected = torch.full((1, 3), -1.9799849932008908)  # 2 cos 3, as in a fresh process
+    if w.grad is None or not torch.allclose(w.grad.cpu(), expected):
+        return "wrong_gradient", str(w.grad)
+    return None
 
 
 # -- the warm-cache subject --------------------------------------------------------------------

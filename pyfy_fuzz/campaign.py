@@ -7,11 +7,15 @@ The campaign process does no torch work itself. Workers explore (Hypothesis, shr
 own findings); the campaign keeps the books: which signatures are known (the corpus's plus
 this run's), the smallest spec seen for each new one, what killed a worker. A case that kills
 or hangs its worker becomes a finding with its spec and is reduced here with `shrink.reduce`,
-each candidate run on a serve worker. Everything is saved through `Corpus`, atomically.
+each candidate run on a serve worker. Everything is saved through `Corpus`, atomically, and
+the run ends within its budget plus `grace_s` (Note [Ending on time]). Campaigns may share a
+corpus at once (Note [Shards share a corpus] in corpus.py).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import queue
@@ -19,7 +23,8 @@ import shutil
 import socket
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Callable, Iterator
 from concurrent.futures import CancelledError
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,8 +47,10 @@ from .pool import Event, Pool
 from .progress import make_progress
 from .schema.case import BUG_IN, OPTIONAL_FIELDS, BugIn, CaseRecord
 from .schema.case import FORMAT as CASE_FORMAT
+from .schema.finding import PHASE_SUBJECT
 from .schema.messages import (
     Avoid,
+    Broken,
     Died,
     Done,
     Exited,
@@ -57,6 +64,7 @@ from .schema.messages import (
     Shrunk,
 )
 from .streams import Streams
+from .trace import TRACE_DIR
 from .worker import WorkerConfig
 
 __all__ = [
@@ -65,29 +73,18 @@ __all__ = [
     "CampaignResult",
     "BackendMix",
     "default_mix",
+    "FINISH_S",
     "MAX_SHRINKS_PER_COARSE",
+    "UNCHECKED_CASES",
     "NewFinding",
-    "PHASE_SUBJECT",
+    "PHASE_SUBJECT",  # re-exported from schema.finding
+    "REPRO_MIN_S",
     "REPRO_TIMEOUT_S",
-    "REPRO_WAIT_S",
+    "RESCAN_S",
     "Stats",
     "combine_coverage",
-    "repro_wait_s",
     "run_campaign",
 ]
-
-PHASE_SUBJECT = {
-    None: "pyfy-fuzz",
-    "materialize": "eager",
-    "eager": "eager",
-    "eager-fp64": "eager",
-    "compile": "torch.compile",
-    "torch.compile": "torch.compile",
-    "torch.compile-warm": "torch.compile-warm",
-    "pythonify": "pythonify",
-    "capture": "torch.compile",  # the capture's own callable, run as the file's reference
-    "oracles": "pyfy-fuzz",
-}
 
 
 @dataclass
@@ -111,6 +108,8 @@ class CampaignConfig:
     case_timeout: float = 60.0
     shrink_seconds: float | None = None  # default: 2% of the budget, within [8, 20] s
     recycle_cases: int = 300
+    # Seconds past the budget the run may take to end: cases still running, repro checks, the
+    # last saves and the summary all fit in it (Note [Ending on time]).
     grace_s: float = 15.0
     json_path: Path | None = None
     progress: str = "auto"  # auto | rich | plain | quiet
@@ -134,6 +133,9 @@ class CampaignConfig:
 # minimal program needs no particular wrapper path is shrunk once; one that shows in two
 # unrelated contexts gets a second entry; past that, shrinking it again is time not exploring.
 MAX_SHRINKS_PER_COARSE = 2
+# At most this many of a slot's cases since its last passing canary are kept for a hunt (Note
+# [A broken process] in worker.py): the canary runs after every case, so a hunt has one.
+UNCHECKED_CASES = 8
 
 
 @dataclass(frozen=True)
@@ -164,17 +166,27 @@ def default_mix(device: str) -> BackendMix:
     return BackendMix("aot_eager", "inductor", 10)
 
 
-# Each saved repro.py is run once on its own (a compile: seconds). What is still unchecked at
-# the end of the budget gets a tenth of the budget more, 10..REPRO_WAIT_S seconds (a 60 s
-# smoke run must not take half as long again); then the running check is killed and the entry
-# stays without a "repro" record (`pyfy-fuzz replay --repros` runs it later).
-REPRO_TIMEOUT_S = 120.0
-REPRO_WAIT_S = 60.0
-
-
-def repro_wait_s(budget_s: float) -> float:
-    """Seconds past the end of the budget the repro checks may still run."""
-    return min(REPRO_WAIT_S, max(10.0, 0.1 * budget_s))
+# Note [Ending on time]
+# A campaign ends within its budget plus `grace_s` (15 s): its summary written, its workers
+# and repro checks gone (`--coverage` combines the workers' data after that: coverage.py's
+# time, not the campaign's). A 210 s GPU campaign once ended at 231 s: the repro checks still
+# queued were given a tenth of the budget past its end, and Inductor compiles ran on. So what
+# runs past the deadline is bounded by `end = deadline + grace_s`:
+# - workers are told to stop at the deadline (a shrink in progress stages its best spec);
+#   those still in a case at `end - FINISH_S` are killed and their cases abandoned (a compile,
+#   a hang short of case_timeout). Nothing found is lost: the campaign holds the smallest spec
+#   each worker reported and saves it; what a killed worker left half-staged is removed;
+# - the repro checker runs beside the workers, one check at a time (each repro.py on its own:
+#   a compile, seconds). It starts none with less than REPRO_MIN_S left before `end -
+#   FINISH_S`, and the check running then is killed with its process group. An entry whose
+#   check did not run is marked so in case.json (verdict repro.NOT_RUN; `pyfy-fuzz replay
+#   --repros` runs it) and the summary's "repro" is null;
+# - FINISH_S is for the books: the last saves (whole entries, renamed into place), the
+#   sightings, the not-run marks, the summary (atomic_write).
+REPRO_TIMEOUT_S = 120.0  # a repro still running after this is a "timeout" verdict
+REPRO_MIN_S = 5.0  # no repro check starts with less time than this left
+FINISH_S = 3.0  # the end of the grace kept for the books
+RESCAN_S = 5.0  # how often other campaigns' new entries are read (Note [Shards share a corpus])
 
 
 @dataclass
@@ -210,6 +222,9 @@ class Stats:
     backends: Counter[str] = field(default_factory=Counter)  # explored cases per backend
     deaths: Counter[str] = field(default_factory=Counter)
     recycled: int = 0
+    # cases after which a worker's canary failed, each hunted for the case that broke its
+    # process (Note [A broken process] in worker.py)
+    hunts: int = 0
     known_seen: Counter[str] = field(default_factory=Counter)
     # Bugs being shrunk, by coarse key; once saved, by signature in `new`.
     pending: dict[str, NewFinding] = field(default_factory=dict)
@@ -219,6 +234,9 @@ class Stats:
     superseded: int = 0  # this run's entries folded into a later, smaller one
     # (bigger, general) pairs of one identity with comparable paths, one of them this run's
     fold_candidates: list[tuple[str, str]] = field(default_factory=list)
+    # entries other campaigns (shards) wrote into the corpus during this run, known from when
+    # they were read (Note [Shards share a corpus] in corpus.py)
+    learned: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     stopped_on: dict[str, Any] | None = None
 
@@ -245,8 +263,47 @@ class CampaignResult:
     summary: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class _Breaker:
+    """The case a hunt found leaving a fresh process broken (Note [A broken process] in
+    worker.py), as its canary job ran it."""
+
+    finding: FindingDict  # the canary job's process-broken finding
+    spec: str  # the case, ProgramSpec JSON
+    staging: Path  # the canary job's run: the entry's pythonified.py and trace
+    seed: int | None  # the seed stream of the worker that first ran it
+    phase: str | None  # the runner phase after which the canary first failed (Broken.phase)
+
+
 def _size(spec_json: str) -> tuple[int, ...]:
     return ProgramSpec.from_json(spec_json).size()
+
+
+def _broke(result: Done | Died, coarse: str | None = None) -> list[FindingDict]:
+    """A canary job's process-broken findings (of the bug `coarse` only, where given)."""
+    if not isinstance(result, Done):
+        return []
+    return [
+        f
+        for f in result.outcome.findings
+        if f["kind"] == "process-broken" and coarse in (None, f["coarse"])
+    ]
+
+
+def _same_death(died: Died, r: Done | Died) -> bool:
+    """A reduction's candidate took its worker down as `died` did."""
+    if not (isinstance(r, Died) and r.kind == died.kind and r.phase == died.phase):
+        return False
+    if died.kind == "hang":
+        return True
+    if died.reason.startswith("memory"):
+        return r.reason.startswith("memory")
+    return r.reason == died.reason
+
+
+def _discard(staging: Path | None) -> None:
+    if staging is not None:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 class Campaign:
@@ -262,6 +319,10 @@ class Campaign:
             self.coverage_dir = self.corpus.state_dir / "coverage" / f"{stamp}-{os.getpid()}"
             self.coverage_dir.mkdir(parents=True, exist_ok=True)
         self.deadline = self.stats.started + config.budget_s
+        self._rescanned = self.stats.started
+        # collect_env takes seconds: computed now, beside the start, not at the first save
+        # (which may come in the last seconds of the grace: Note [Ending on time]).
+        threading.Thread(target=environment, daemon=True, name="pyfy-environment").start()
         from .trace import TLPARSE_NOTICE, find_tlparse
 
         if find_tlparse() is None:  # said once, here; workers keep the raw traces all the same
@@ -271,14 +332,19 @@ class Campaign:
         self.logdir = self.corpus.state_dir / "logs" / f"{socket.gethostname()}-{os.getpid()}"
         self.logdir.mkdir(parents=True, exist_ok=True)
         self.avoid: list[str] = []
-        self.reductions: list[threading.Thread] = []
+        self.reductions: list[threading.Thread] = []  # crash reductions and hunts: serve work
+        # Per slot, the cases run since its worker's last passing canary, newest last (Note [A
+        # broken process] in worker.py; with a canary after every case, the one case).
+        self.unchecked: dict[int, deque[str]] = {}
+        self._hunted: list[tuple[int, Broken, _Breaker | None]] = []  # a hunt's end, to save
         self._repro_checks: queue.Queue[tuple[str, str, Path] | None] = queue.Queue()
         self._repro_stop = threading.Event()
         self._repro_verdicts: dict[str, str] = {}  # signature -> verdict (repro_record)
         self._repro_checker = threading.Thread(target=self._check_repros, daemon=True)
         self._repro_checker.start()
         self._lock = threading.Lock()
-        self._saves: list[tuple[str, str, dict[str, Any]]] = []  # (sig, spec, shrink info)
+        # (sig, spec, shrink info, staging: the run that made its files, or None)
+        self._saves: list[tuple[str, str, dict[str, Any], Path | None]] = []
         self._replayed_database = False
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
         total = memory_limit()
@@ -336,22 +402,13 @@ class Campaign:
                 for ev in self.pool.poll(0.25):
                     self._handle(ev, running=True)
                 self._serve_to_explore()
+                self._save_hunted()
                 self._save_reduced()
+                if time.monotonic() - self._rescanned >= RESCAN_S:
+                    self._rescan()
                 progress.update()
         finally:
-            for ev in self.pool.stop(self.config.grace_s):
-                self._handle(ev, running=False)
-            for t in self.reductions:
-                t.join(timeout=self.config.grace_s)
-            self._save_reduced()
-            self._finish_interrupted()
-            self._flush_counts()
-            self._repro_checks.put(None)
-            wait = self.deadline + repro_wait_s(self.config.budget_s) - time.monotonic()
-            self._repro_checker.join(timeout=max(0.0, wait))
-            self._repro_stop.set()  # a check still running is killed, its entry left unchecked
-            self._repro_checker.join()
-            self._fold_candidates()
+            self._wind_down()
             progress.stop()
         summary = self.summary()
         if self.coverage_dir is not None:
@@ -360,11 +417,38 @@ class Campaign:
             atomic_write(self.config.json_path, json.dumps(summary, indent=1) + "\n")
         return CampaignResult(1 if self.stats.new else 0, summary)
 
+    def _wind_down(self) -> None:
+        """Past the deadline: stop the workers, save what they found, end the repro checks;
+        each step bounded so that the whole ends by `deadline + grace_s` (Note [Ending on
+        time])."""
+        for ev in self.pool.stop(self._left()):
+            self._handle(ev, running=False)
+        for t in self.reductions:  # their candidates were cancelled with the pool
+            t.join(timeout=self._left())
+        self._save_hunted()
+        self._save_reduced()
+        self._finish_interrupted()
+        self._flush_counts()
+        self.corpus.clean_stagings(owner=os.getpid())  # a killed worker's half-staged entry
+        self._repro_checks.put(None)
+        self._repro_checker.join(timeout=self._left())
+        self._repro_stop.set()  # the check still running is killed; the rest marked not run
+        self._repro_checker.join(timeout=FINISH_S)
+        self._fold_candidates()
+
+    def _until(self) -> float:
+        """When workers and repro checks must be gone: the end of the grace, less FINISH_S."""
+        return self.deadline + self.config.grace_s - FINISH_S
+
+    def _left(self) -> float:
+        return max(0.0, self._until() - time.monotonic())
+
     def _enough(self) -> bool:
         m = self.config.max_cases
         return m is not None and self.stats.cases >= m
 
     def _start(self, slot: int) -> None:
+        self.unchecked[slot] = deque(maxlen=UNCHECKED_CASES)  # a fresh process
         if self._serve_wanted():
             self.pool.start(slot, Serve())
             return
@@ -381,7 +465,7 @@ class Campaign:
     def _handle(self, ev: Event, *, running: bool) -> None:
         m = ev.message
         if isinstance(m, Done):
-            self._on_done(m)
+            self._on_done(ev.slot, m)
         elif isinstance(m, Found):
             self._on_found(ev.slot, m)
         elif isinstance(m, Improved):
@@ -409,9 +493,10 @@ class Campaign:
                 if self.pool.alive(s.index):
                     self.pool.tell_stop(s.index)
 
-    def _on_done(self, done: Done) -> None:
+    def _on_done(self, slot: int, done: Done) -> None:
         if done.job is not None:
             return  # a reduction's candidate, not exploration
+        self._after_canary(slot, done)
         st, r = self.stats, done.outcome
         st.cases += 1
         self._check_stop(done)
@@ -496,30 +581,31 @@ class Campaign:
             if staging is not None:
                 shutil.rmtree(staging, ignore_errors=True)
             return
-        del self.stats.pending[coarse]
-        self.stats.shrinks[coarse] += 1
-        new.spec, new.size, new.finding = p.spec, _size(p.spec), p.finding
-        settled = [b for b in self.known.of(coarse) if b.signature != PENDING]
-        self.known.settle(coarse, settled)
-        if self._count(new.finding):
-            # The shrunk program shows a bug already known (its paths inside this one's): one
-            # bug, one entry -- the sightings go to it.
-            self.stats.merged += 1
-            hit = self.known.match(new.finding)
-            if hit is not None and new.count > 1:
-                self._add_count(hit.signature, new.count - 1)
-            if staging is not None:
-                shutil.rmtree(staging, ignore_errors=True)
-        else:
-            self._settle_new(new, staging, p)
-        bugs = [b for b in self.known.of(coarse) if b.signature != PENDING]
-        if self.stats.shrinks[coarse] >= MAX_SHRINKS_PER_COARSE and bugs:
-            # Shrunk often enough: from now on every finding with this coarse key is a
-            # sighting of its most general entry (unless a more specific one covers it).
-            general = min(bugs, key=lambda b: len(b.paths))
-            bugs.append(KnownBug(coarse, frozenset(), general.signature))
-        self.known.settle(coarse, bugs)
-        self.pool.broadcast(Known(({"settle": coarse, "bugs": [b.to_dict() for b in bugs]},)))
+        with self._deciding():  # what other shards saved meanwhile is known: one entry a bug
+            del self.stats.pending[coarse]
+            self.stats.shrinks[coarse] += 1
+            new.spec, new.size, new.finding = p.spec, _size(p.spec), p.finding
+            settled = [b for b in self.known.of(coarse) if b.signature != PENDING]
+            self.known.settle(coarse, settled)
+            if self._count(new.finding):
+                # The shrunk program shows a bug already known (its paths inside this one's): one
+                # bug, one entry -- the sightings go to it.
+                self.stats.merged += 1
+                hit = self.known.match(new.finding)
+                if hit is not None and new.count > 1:
+                    self._add_count(hit.signature, new.count - 1)
+                if staging is not None:
+                    shutil.rmtree(staging, ignore_errors=True)
+            else:
+                self._settle_new(new, staging, p)
+            bugs = [b for b in self.known.of(coarse) if b.signature != PENDING]
+            if self.stats.shrinks[coarse] >= MAX_SHRINKS_PER_COARSE and bugs:
+                # Shrunk often enough: from now on every finding with this coarse key is a
+                # sighting of its most general entry (unless a more specific one covers it).
+                general = min(bugs, key=lambda b: len(b.paths))
+                bugs.append(KnownBug(coarse, frozenset(), general.signature))
+            self.known.settle(coarse, bugs)
+            self.pool.broadcast(Known(({"settle": coarse, "bugs": [b.to_dict() for b in bugs]},)))
 
     def _add_count(self, sig: str, n: int) -> None:
         if sig in self.stats.new:
@@ -586,56 +672,145 @@ class Campaign:
             exc_type=reason,
         ).to_dict()
         sig = finding["signature"]
-        if self._count(finding):
-            return
-        new = NewFinding(finding, died.spec, _size(died.spec), self.stream_of.get(slot))
-        new.extra = {"reason": died.reason, "phase": died.phase, "log_tail": died.log_tail}
-        self.stats.new[sig] = new
-        bug = KnownBug(finding["coarse"], frozenset(), sig)
-        self.known.add(bug)
-        self.avoid.append(died.spec)
-        self.pool.broadcast(Avoid((died.spec,)))
-        self.pool.broadcast(Known((bug.to_dict(),)))
-        # Saved at once, unreduced (a kill during the reduction must not lose it); the
-        # reduced spec replaces it.
-        self._save(new, None, {"by": "reducer", "provisional": True})
+        with self._deciding():
+            if self._count(finding):
+                return
+            new = NewFinding(finding, died.spec, _size(died.spec), self.stream_of.get(slot))
+            new.extra = {"reason": died.reason, "phase": died.phase, "log_tail": died.log_tail}
+            self.stats.new[sig] = new
+            bug = KnownBug(finding["coarse"], frozenset(), sig)
+            self.known.add(bug)
+            self.avoid.append(died.spec)
+            self.pool.broadcast(Avoid((died.spec,)))
+            self.pool.broadcast(Known((bug.to_dict(),)))
+            # Saved at once, unreduced (a kill during the reduction must not lose it); the
+            # reduced spec replaces it.
+            self._save(new, None, {"by": "reducer", "provisional": True})
         new.state = "reducing"
-        t = threading.Thread(target=self._reduce, args=(new, died), daemon=True)
+        same = functools.partial(_same_death, died)
+        t = threading.Thread(target=self._reduce, args=(new, same), daemon=True)
         self.reductions.append(t)
         t.start()
 
-    # -- crash reduction (a thread; candidates run on a serve worker) -------------------------
-    def _reduce(self, new: NewFinding, died: Died) -> None:
+    # -- a process left broken (Note [A broken process] in worker.py) ------------------------
+    def _after_canary(self, slot: int, done: Done) -> None:
+        """Keep the slot's cases since its last passing canary; when the canary fails, a
+        thread hunts among them for the case that breaks a process (its runs are serve work,
+        as a reduction's are)."""
+        unchecked = self.unchecked.setdefault(slot, deque(maxlen=UNCHECKED_CASES))
+        unchecked.append(done.spec)
+        broken = done.outcome.broken
+        if broken is None:
+            unchecked.clear()
+            return
+        suspects = list(reversed(unchecked))  # newest first: the likeliest
+        unchecked.clear()
+        if time.monotonic() >= self.deadline:
+            self.stats.notes.append(f"worker {slot}: {broken.describe()}; not hunted: time")
+            return
+        self.stats.hunts += 1
+        args = (slot, broken, suspects, self.stream_of.get(slot))
+        t = threading.Thread(target=self._hunt, args=args, daemon=True)
+        self.reductions.append(t)
+        t.start()
+
+    def _hunt(self, slot: int, broken: Broken, suspects: list[str], seed: int | None) -> None:
+        """A thread: each suspect once more as a canary job on a fresh serve worker, until one
+        leaves that process broken too -- only a case that breaks a process alone is saved,
+        never one that met the breakage. The end is handed to the main loop
+        (`_save_hunted`)."""
+        found = None
+        for spec in suspects:
+            try:
+                r, staging = self._job(spec, canary=True)
+            except _Cancelled:
+                return  # the campaign stopped: no verdict
+            hits = _broke(r)
+            if hits and staging is not None and isinstance(r, Done) and r.outcome.broken:
+                found = _Breaker(hits[0], spec, staging, seed, r.outcome.broken.phase)
+                break
+            _discard(staging)
+        with self._lock:
+            self._hunted.append((slot, broken, found))
+
+    def _save_hunted(self) -> None:
+        """Ended hunts: the case found is saved at once, unreduced, unless its bug is known,
+        and reduced in a thread as a crash is; a hunt that found none is noted."""
+        with self._lock:
+            hunted, self._hunted = self._hunted, []
+        for slot, broken, found in hunted:
+            if found is None:
+                self.stats.notes.append(
+                    f"worker {slot}: {broken.describe()}; no case since its last passing "
+                    "canary breaks a fresh process alone"
+                )
+                continue
+            f = found.finding
+            with self._deciding():
+                if self._count(f):
+                    _discard(found.staging)
+                    continue
+                new = NewFinding(f, found.spec, _size(found.spec), found.seed)
+                new.extra = {"phase": found.phase}  # case.json's, as a dead worker's
+                self.stats.new[f["signature"]] = new
+                bug = KnownBug(f["coarse"], frozenset(), f["signature"])
+                self.known.add(bug)
+                self.pool.broadcast(Known((bug.to_dict(),)))
+                self._save(new, found.staging, {"by": "reducer", "provisional": True})
+            new.state = "reducing"
+            same = functools.partial(_broke, coarse=f["coarse"])
+            t = threading.Thread(target=self._reduce, args=(new, same, True), daemon=True)
+            self.reductions.append(t)
+            t.start()
+
+    def _job(self, spec_json: str, *, canary: bool) -> tuple[Done | Died, Path | None]:
+        """Run a spec on a serve worker and wait for it: as a canary job (Note [A broken
+        process] in worker.py) into a staging directory of its own, which then holds what
+        the run made. _Cancelled once the campaign stops."""
+        if time.monotonic() >= self.deadline:
+            raise _Cancelled  # the pool is stopping: a job sent now would never run
+        staging = self.corpus.new_staging() if canary else None
+        fut = self.pool.submit(
+            spec_json,
+            canary=canary,
+            workdir=str(staging) if staging else None,
+            trace_dir=str(staging / TRACE_DIR) if staging else None,
+        )
+        try:
+            return fut.result(), staging
+        except CancelledError:
+            _discard(staging)
+            raise _Cancelled from None
+
+    # -- reduction (a thread; candidates run on a serve worker) ----------------------------
+    def _reduce(
+        self, new: NewFinding, same: Callable[[Done | Died], object], canary: bool = False
+    ) -> None:
+        """A thread: `new`'s spec reduced while a candidate still fails the `same` way (the
+        worker dies alike; or, each candidate a canary job, it leaves the process broken
+        alike, and the entry takes the best candidate's run with its spec). The smallest is
+        handed to the main loop (`_save_reduced`)."""
         from .shrink import reduce
 
         tried = [0]
-        best = [ProgramSpec.from_json(died.spec or "")]
-
-        def same_death(r: Done | Died) -> bool:
-            if not (isinstance(r, Died) and r.kind == died.kind and r.phase == died.phase):
-                return False
-            if died.kind == "hang":
-                return True
-            if died.reason.startswith("memory"):
-                return r.reason.startswith("memory")
-            return r.reason == died.reason
+        best = [ProgramSpec.from_json(new.spec)]
+        kept: list[Path | None] = [None]  # the best candidate's canary-job run
 
         def still_fails(spec: ProgramSpec) -> bool:
             tried[0] += 1
-            try:
-                r = self.pool.submit(spec.to_json()).result()
-            except CancelledError:
-                raise _Cancelled from None
-            if same_death(r):
-                best[0] = spec  # the reducer only tries smaller specs
-                return True
-            return False
+            r, staging = self._job(spec.to_json(), canary=canary)
+            if not same(r):
+                _discard(staging)
+                return False
+            best[0] = spec  # the reducer only tries smaller specs
+            _discard(kept[0])
+            kept[0] = staging
+            return True
 
         t0 = time.monotonic()
         end = min(t0 + self.config.shrink_s, self.deadline)
-        spec = ProgramSpec.from_json(died.spec or "")
         try:
-            res = reduce(spec, still_fails, deadline=end)
+            res = reduce(best[0], still_fails, deadline=end)
             best[0], stopped = res.spec, res.stopped
         except _Cancelled:  # the campaign stopped: keep what was accepted so far
             stopped = "campaign stopped"
@@ -646,31 +821,60 @@ class Campaign:
             "stopped": stopped,
         }
         with self._lock:
-            self._saves.append((new.finding["signature"], best[0].to_json(), info))
+            self._saves.append((new.finding["signature"], best[0].to_json(), info, kept[0]))
 
     def _save_reduced(self) -> None:
         with self._lock:
             saves, self._saves = self._saves, []
-        for sig, spec_json, info in saves:
+        for sig, spec_json, info, staging in saves:
             new, size = self.stats.new[sig], _size(spec_json)
             if size <= new.size:
                 new.spec, new.size = spec_json, size
-            self._save(new, None, info)
+            else:  # not what the entry will hold
+                _discard(staging)
+                staging = None
+            # staging None: a fresh one. Where the spec did not change, the corpus keeps the
+            # entry as it is (Corpus.put: "kept"), with the files its first run made.
+            self._save(new, staging, info)
 
     def _finish_interrupted(self) -> None:
         """Findings whose shrink was cut short (budget, or the worker died): save the
         smallest spec seen; nothing found is lost."""
-        for coarse, new in list(self.stats.pending.items()):
-            del self.stats.pending[coarse]
-            if self._count(new.finding):
-                continue  # a known bug after all
-            self.stats.new[new.finding["signature"]] = new
-            self.known.add(
-                KnownBug(coarse, frozenset(new.finding["identity_paths"]), new.finding["signature"])
-            )
-        for new in self.stats.new.values():
-            if new.state != "saved":
-                self._save(new, None, {"by": "hypothesis", "interrupted": True})
+        with self._deciding():
+            for coarse, new in list(self.stats.pending.items()):
+                del self.stats.pending[coarse]
+                self.known.settle(
+                    coarse, [b for b in self.known.of(coarse) if b.signature != PENDING]
+                )
+                if self._count(new.finding):  # a known bug after all (another shard's, maybe)
+                    hit = self.known.match(new.finding)
+                    if hit is not None and new.count > 1:
+                        self._add_count(hit.signature, new.count - 1)
+                    continue
+                paths = frozenset(new.finding["identity_paths"])
+                self.stats.new[new.finding["signature"]] = new
+                self.known.add(KnownBug(coarse, paths, new.finding["signature"]))
+            for new in self.stats.new.values():
+                if new.state != "saved":
+                    self._save(new, None, {"by": "hypothesis", "interrupted": True})
+
+    @contextlib.contextmanager
+    def _deciding(self) -> Iterator[None]:
+        """Hold the corpus's lock, knowing what other campaigns saved, while deciding whether
+        a finding is new and saving it (Note [Shards share a corpus] in corpus.py)."""
+        with self.corpus.lock():
+            self._rescan()
+            yield
+
+    def _rescan(self) -> None:
+        """Entries other campaigns (shards) wrote since we last looked become known, here and
+        to the workers (Note [Shards share a corpus] in corpus.py)."""
+        self._rescanned = time.monotonic()
+        bugs = [e.bug for e in self.corpus.rescan()]
+        if bugs:
+            self.stats.learned += [b.signature for b in bugs]
+            self.known.update(bugs)
+            self.pool.broadcast(Known(tuple(b.to_dict() for b in bugs)))
 
     # -- saving --------------------------------------------------------------------------
     def _save(self, new: NewFinding, staging: Path | None, shrink: dict[str, Any]) -> None:
@@ -740,18 +944,27 @@ class Campaign:
     def _check_repros(self) -> None:
         """A thread: run each saved entry's repro.py where pyfy-fuzz cannot be imported and
         record in case.json whether it reproduces on its own (exit 1 while the bug is present)
-        -- a repro nobody ran is not a repro. One at a time, beside the workers."""
-        from .repro import ReproStopped, check_repro, repro_record
+        -- a repro nobody ran is not a repro. One at a time, beside the workers, never past
+        the campaign's end: an entry whose check did not run is marked so (Note [Ending on
+        time])."""
+        from .repro import ReproStopped, check_repro, repro_not_run, repro_record
 
         while (item := self._repro_checks.get()) is not None:
             sig, kind, path = item
             if kind == "hang":
                 continue  # it would run until the timeout: the worker's death is its check
-            if self._repro_stop.is_set():
+            left = self._until() - time.monotonic()
+            if self._repro_stop.is_set() or left < REPRO_MIN_S:
+                self.corpus.annotate(sig, {"repro": repro_not_run("the campaign ended first")})
                 continue
+            timeout = min(REPRO_TIMEOUT_S, left)
             try:
-                code, tail = check_repro(path, timeout=REPRO_TIMEOUT_S, stop=self._repro_stop)
+                code, tail = check_repro(path, timeout=timeout, stop=self._repro_stop)
             except ReproStopped:
+                code, tail = None, ""
+            if code is None and (self._repro_stop.is_set() or timeout < REPRO_TIMEOUT_S):
+                why = "the campaign ended while it ran"  # not a timeout of the repro's own
+                self.corpus.annotate(sig, {"repro": repro_not_run(why)})
                 continue
             record = repro_record(path, code, tail, kind)
             self._repro_verdicts[sig] = record["verdict"]
@@ -786,6 +999,8 @@ class Campaign:
             "merged_after_shrink": st.merged,
             "superseded": st.superseded,
             "fold_candidates": [list(p) for p in st.fold_candidates],
+            # entries other campaigns (shards) wrote meanwhile, known from when they were read
+            "learned": sorted(st.learned),
             "findings": [
                 {
                     "signature": sig,
@@ -812,6 +1027,9 @@ class Campaign:
             "backends": dict(st.backends),
             "deaths": dict(st.deaths),
             "recycled": st.recycled,
+            # cases after which a worker's canary failed, each hunted for the case that broke
+            # its process (Note [A broken process] in worker.py)
+            "hunts": st.hunts,
             "notes": st.notes[-50:],
             "stopped_on": st.stopped_on,
             "torch": torch.__version__,

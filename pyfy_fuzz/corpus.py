@@ -10,8 +10,9 @@
 An entry is built in a staging directory inside the corpus and renamed into place (rename is
 atomic on one filesystem, shared ones included). Replacing an entry with a smaller repro moves
 the old one aside first; `open` puts it back if a kill came between the two renames. Several
-machines may share one corpus: staging names carry host and pid, and only this host's dead
-stagings are cleaned up.
+campaigns may share one corpus at once (Note [Shards share a corpus]): staging names carry host
+and pid, only this host's dead stagings are cleaned up, a campaign decides what is new under
+the corpus's lock after reading what the others wrote (`lock`, `rescan`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import platform
 import shutil
 import socket
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -69,10 +71,20 @@ def now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@functools.cache
+_ENVIRONMENT_LOCK = threading.Lock()
+
+
 def environment() -> dict[str, str]:
     """What a pt2 bug report's "Versions" section holds: Python, OS, and torch's own
-    collect_env report (computed once per process: it runs subprocesses)."""
+    collect_env report (computed once per process: it runs subprocesses for a second or more,
+    so a campaign computes it on a thread at its start, and a save waits for that thread
+    rather than running collect_env a second time)."""
+    with _ENVIRONMENT_LOCK:
+        return _environment()
+
+
+@functools.cache
+def _environment() -> dict[str, str]:
     env = {"python": sys.version.split()[0], "os": platform.platform()}
     try:
         from torch.utils.collect_env import get_pretty_env_info
@@ -100,6 +112,11 @@ class Entry:
     @property
     def size(self) -> tuple[int, ...]:
         return tuple(self.case.get("size") or (1 << 30,))
+
+    @property
+    def bug(self) -> KnownBug:
+        """The bug this entry makes known: its coarse key, its paths, its signature."""
+        return KnownBug(str(self.case["coarse"]), _paths(self), self.signature)
 
 
 @dataclass
@@ -147,6 +164,32 @@ def _apart(a: Entry, b: Entry) -> bool:
 # and `migrate --apart` records a pair as two causes (`apart_from`), never listed again.
 
 
+# Note [Shards share a corpus]
+# Campaigns may run on one corpus at once: the N shards of `--shard K/N` (a Slurm array), on
+# one host or many over a shared filesystem. Per campaign are the stream counters (one file a
+# seed and shard), the logs (a folder a host and pid) and the stagings (named by host and the
+# campaign's pid); the Hypothesis database writes one file per example under content-hashed
+# names, so it is shared as it is. What the campaigns share is the entries, and three rules
+# keep each whole, saved once, and known to all:
+# - an entry appears by one rename of a finished staging directory and changes (a sighting, a
+#   repro record, a smaller repro replacing it) only under its own lock, `.lock-<signature>`:
+#   no one reads half an entry, and two writers of one entry take turns;
+# - whether a finding is new is decided under the corpus's lock (`.lock`, `lock()`), after
+#   `rescan()` read the entries written since this campaign last looked, and the entry is
+#   written before the lock is let go: deciding and writing are one step. Two shards that
+#   shrank the same bug at the same moment save it once -- the second finds the first's
+#   entry covering its finding (same coarse key, paths a subset: KnownBugs.match) and counts
+#   a sighting of it, so neither another directory of that signature nor one of the same bug
+#   under more wrapper paths appears;
+# - a campaign also rescans every few seconds and tells its workers, so a bug another shard
+#   saved is known seconds after it is written: not shrunk again, its sightings counted and
+#   added to that entry at the end (the summary's `known_seen`; `learned` names the entries).
+# Locks are O_EXCL files (atomic on local filesystems and NFS v3 and later); one whose holder
+# died on this host is broken at once, any other after `stale` seconds. An entry another
+# shard retired mid-run (.superseded/) keeps the sightings counted for it here: bump finds it
+# gone and leaves it alone.
+
+
 @dataclass
 class Corpus:
     root: Path
@@ -192,7 +235,6 @@ class Corpus:
 
     def _recover(self) -> None:
         """Undo what a kill left: an entry moved aside but not replaced, dead stagings."""
-        host = socket.gethostname()
         for p in self.root.iterdir():
             if p.name.startswith(".old-") and p.is_dir():
                 sig = p.name[len(".old-") :].rsplit("-", 1)[0]
@@ -204,10 +246,21 @@ class Corpus:
                         os.rename(p, target)
                     else:
                         shutil.rmtree(p, ignore_errors=True)
-            elif p.name.startswith(".tmp-") and p.is_dir():
-                parts = p.name.split("-")
-                if len(parts) >= 4 and "-".join(parts[1:-2]) == host and not _pid_alive(parts[-2]):
-                    shutil.rmtree(p, ignore_errors=True)
+        self.clean_stagings()
+
+    def clean_stagings(self, owner: int | None = None) -> None:
+        """Remove this host's staging directories whose campaign is dead, and those of the
+        campaign `owner` (its pid), whose workers are all gone: what a worker killed at the
+        end left half-built. Other hosts' and live campaigns' stagings are theirs."""
+        host = socket.gethostname()
+        for p in self.root.iterdir():
+            parts = p.name.split("-")
+            if not p.name.startswith(".tmp-") or len(parts) < 4 or not p.is_dir():
+                continue
+            if "-".join(parts[1:-2]) == host and (
+                parts[-2] == str(owner) or not _pid_alive(parts[-2])
+            ):
+                shutil.rmtree(p, ignore_errors=True)
 
     def reload(self) -> None:
         self.entries.clear()
@@ -248,10 +301,29 @@ class Corpus:
         that does not load is never replaced (`put` refuses its name), but its bug cannot be
         matched: old-format entries are listed as problems until migrated."""
         known = KnownBugs()
-        for e in self.entries.values():
-            paths = frozenset(e.case["identity"].get("paths", ()))
-            known.add(KnownBug(str(e.case["coarse"]), paths, e.signature))
+        known.update(e.bug for e in self.entries.values())
         return known
+
+    def rescan(self) -> list[Entry]:
+        """The entries other campaigns wrote since this corpus was read (Note [Shards share a
+        corpus]): loaded into `entries` and returned. A directory that does not load is left
+        out (a person's edit in progress, or a newer format: `open` reports it), and one that
+        did not load at `open` is not read again."""
+        fresh: list[Entry] = []
+        seen = {*self.entries, *(p.path.name for p in self.problems)}
+        for p in sorted(self.root.iterdir()):
+            if p.name.startswith(".") or p.name in seen or not p.is_dir():
+                continue
+            entry = self._load(p)
+            if isinstance(entry, Entry):
+                self.entries[entry.signature] = entry
+                fresh.append(entry)
+        return fresh
+
+    def lock(self) -> contextlib.AbstractContextManager[None]:
+        """The corpus's lock, held while a campaign decides whether a finding is new and saves
+        it (Note [Shards share a corpus])."""
+        return _Lock(self.root / ".lock")
 
     # -- writing ---------------------------------------------------------------------------
     def new_staging(self) -> Path:
@@ -437,8 +509,9 @@ class Corpus:
 
 
 class _Lock:
-    """An O_EXCL lock file (works on shared filesystems); a lock older than `stale` seconds
-    is a dead holder's and is broken."""
+    """An O_EXCL lock file (works on shared filesystems) naming its holder's host and pid; a
+    lock whose holder died on this host, or older than `stale` seconds, is a dead holder's and
+    is broken (a campaign killed mid-save must not hold the next one up for minutes)."""
 
     def __init__(self, path: Path, stale: float = 120.0, wait: float = 60.0) -> None:
         self.path, self.stale, self.wait = path, stale, wait
@@ -456,11 +529,18 @@ class _Lock:
                     age = time.time() - self.path.stat().st_mtime
                 except FileNotFoundError:
                     continue
-                if age > self.stale or time.monotonic() > end:
+                if age > self.stale or time.monotonic() > end or self._holder_died():
                     with contextlib.suppress(FileNotFoundError):
                         self.path.unlink()
                     continue
                 time.sleep(0.05)
+
+    def _holder_died(self) -> bool:
+        try:
+            host, pid = self.path.read_text().split()
+        except (OSError, ValueError):  # gone, or its holder has not written it yet
+            return False
+        return host == socket.gethostname() and not _pid_alive(pid)
 
     def __exit__(self, *exc: object) -> None:
         with contextlib.suppress(FileNotFoundError):

@@ -105,6 +105,7 @@ class _Slot:
     ready: bool = False
     failed_starts: int = 0  # deaths before "ready", in a row
     told_to_stop: bool = False
+    leaving: bool = False  # its last Done said it leaves (Done.last): no other job for it
     # Known/Avoid items for an explore worker, merged and sent when it is between cases
     # (Note [Messages between cases] in schema/messages.py).
     outbox: dict[type[Known | Avoid], list[Any]] = field(default_factory=dict)
@@ -144,7 +145,7 @@ class Pool:
         slot.incarnation += 1
         slot.spec = slot.phase = slot.said_bye = slot.kill_reason = None
         slot.job = None
-        slot.ready = slot.told_to_stop = False
+        slot.ready = slot.told_to_stop = slot.leaving = False
         slot.outbox = {}
         parent.send(first)
 
@@ -189,7 +190,9 @@ class Pool:
 
         A worker whose case has run past `case_timeout` will not answer within any grace (it
         hangs): it is killed then, its case abandoned, rather than holding the campaign past
-        its budget for the whole grace."""
+        its budget for the whole grace. Killed workers are waited for a second at most, all
+        together (a GPU process may take a while to go): the caller's time is bounded by
+        `grace` plus that (Note [Ending on time] in campaign.py)."""
         self._stopping = True
         for s in self.slots:
             self.tell_stop(s.index)
@@ -209,17 +212,18 @@ class Pool:
         for s in self.slots:
             if self.alive(s.index):
                 _kill(s)
+        reaped = time.monotonic() + 1.0
         for s in self.slots:
             events.extend(e for e in self._drain(s) if not isinstance(e.message, Died))
-            self._reap(s)
+            self._reap(s, timeout=max(0.0, reaped - time.monotonic()))
         for fut in self._futures.values():
             if not fut.done():
                 fut.cancel()
         return events
 
-    def _reap(self, slot: _Slot) -> None:
+    def _reap(self, slot: _Slot, timeout: float = 5.0) -> None:
         if slot.proc is not None:
-            slot.proc.join(timeout=5)
+            slot.proc.join(timeout=timeout)
             if slot.conn is not None:
                 slot.conn.close()
         slot.proc = slot.conn = None
@@ -232,13 +236,15 @@ class Pool:
         backend: str | None = None,
         impl: str | None = None,
         trace_dir: str | None = None,
+        workdir: str | None = None,
+        canary: bool = False,
     ) -> Future[Done | Died]:
         """Run a spec on a serve worker (`RunJob` says what the options mean); resolves to its
         `Done` or a `Died`."""
         job = next(self._ids)
         fut: Future[Done | Died] = Future()
         self._futures[job] = fut
-        self._jobs.append(RunJob(job, spec_json, backend, impl, trace_dir))
+        self._jobs.append(RunJob(job, spec_json, backend, impl, trace_dir, workdir, canary))
         return fut
 
     def _dispatch(self) -> None:
@@ -250,6 +256,7 @@ class Pool:
                 and s.job is None
                 and s.ready
                 and not s.told_to_stop
+                and not s.leaving
                 and self.alive(s.index)
             ):
                 run = self._jobs.popleft()
@@ -309,6 +316,7 @@ class Pool:
             s.phase = message.phase
         elif isinstance(message, Done):
             s.spec = None
+            s.leaving = message.last
             if message.job is not None:
                 s.job = None
                 fut = self._futures.pop(message.job, None)

@@ -4,7 +4,8 @@ Each entry's spec runs on a worker (isolated: an entry that once killed a worker
 again) with the backend it was found under. An entry *reproduces* when its bug is found again
 (the same coarse identity: Note [Bug identity] in oracles/identity.py) -- or, for an entry that
 killed or hung its worker, when the worker dies the same way. The same bug under other wrapper
-paths counts as reproducing too, and is shown.
+paths counts as reproducing too, and is shown. An entry of a case that left its process broken
+runs as a canary job (Note [A broken process] in worker.py), which finds it again as a finding.
 
 Verdicts, against the entry's ``expected`` (case.json):
 - expected "fail" (a torch bug): reproduces -> ``known-failure``; not -> ``fixed-upstream``
@@ -250,6 +251,8 @@ def run_specs(
             # the implementation the entry was found with, unless one is asked for
             impl=impl or e.case.get("pythonify", "bundled"),
             trace_dir=str((trace_dirs or {}).get(e.path, "")) or None,
+            # a process left broken shows only to the canary (Note [A broken process])
+            canary=e.case["kind"] == "process-broken",
         )
         futures.append((e, fut))
     try:

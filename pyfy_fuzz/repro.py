@@ -16,9 +16,11 @@ torch-free, like the rest of what writes a corpus entry.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -58,9 +60,11 @@ __all__ = [
     "FINDING_KEYS",
     "MAX_LINES",
     "REFERENCE_RAISES",
+    "NOT_RUN",
     "ReproStopped",
     "check_repro",
     "render_repro",
+    "repro_not_run",
     "repro_record",
     "title",
 ]
@@ -389,7 +393,7 @@ class _Repro:
         self._need_names(head + body)
         if self._crash_form():  # run(fn), unless one line calls: then main calls inline
             return [] if self._one_call() else ["def run(fn):", *head, *body]
-        if check.compare in ("raises", "runs", "guard") and not fact and head:
+        if check.compare in ("raises", "runs", "guard", "canary") and not fact and head:
             # Each call alone, as pyfy-fuzz's drive observes them: an earlier call that raises
             # on both sides does not hide the last one's difference (the GPU corpus's
             # guards.8569: eager and torch.compile both raised at the variant call first).
@@ -404,7 +408,7 @@ class _Repro:
                 '            raised = getattr(e, "inner_exception", None) or e',
                 "    return raised",
             ]
-        if check.compare in ("raises", "runs", "guard") and not fact:
+        if check.compare in ("raises", "runs", "guard", "canary") and not fact:
             return [
                 "def outcome(fn):  # None, or what the calls raise",
                 "    try:",
@@ -691,6 +695,8 @@ class _Repro:
             if helper.__name__ + "(" in check.fact + check.before:
                 needed: list[Callable[..., Any]] = [*_NEEDS.get(helper, ()), helper]
                 self.helpers += [h for h in needed if h not in self.helpers]
+        if check.compare == "canary":
+            return self._main_canary()
         setup, ref_label, ref, got_label, got = self._sides()
         width = max(len(ref_label), len(got_label)) + 2
         rl, gl = f"{ref_label}:".ljust(width), f"{got_label}:".ljust(width)
@@ -769,6 +775,27 @@ class _Repro:
             f"if {differs}:",
             f'    raise SystemExit("BUG: {what}")',
             'print("same: the bug is fixed")',
+        ]
+
+    def _main_canary(self) -> list[str]:
+        """A process left broken (Note [A broken process] in pyfy_fuzz/worker.py): the
+        subject's calls as the campaign made them, whatever they raise, then the canary in
+        this same process; exit 1 while it fails. Only the subject runs: no reference."""
+        if self.subject == "pythonify":
+            setup, label, got = self._load_file(), "pythonified.py", "pythonified.call"
+        else:
+            setup, _, _, label, got = self._sides()
+        self.helpers.append(H.canary)
+        device = "" if self.device == "cpu" else repr(self.device)
+        return [
+            *setup,
+            f"raised = outcome({got})  # the calls as pyfy-fuzz made them: an error is no bug",
+            f'print(f"{label}: {{raised!r:.300}}")',
+            f"broken = canary({device})  # then what a fresh process does, in this one",
+            'print(f"the canary after it: {broken}")',
+            "if broken is not None:",
+            f'    raise SystemExit(f"BUG: {label} leaves the process broken: {{broken}}")',
+            'print("the process is left as a fresh one: the bug is fixed")',
         ]
 
     def _raised(self) -> tuple[str, str]:
@@ -953,7 +980,11 @@ def check_repro(
     present, 0: fixed, 2: the script raised what it does not check, 3: the reference raises,
     negative: a signal; None: still running after
     `timeout` seconds, then killed) and the last 2000 characters of its output. Once `stop`
-    is set the script is killed and ReproStopped raised: no verdict, and no process left."""
+    is set the script is killed and ReproStopped raised: no verdict, and no process left.
+
+    The script runs in a session of its own and is killed with its whole process group: an
+    Inductor compile's workers, or a compiler it started, die with it rather than outlive a
+    campaign that promised to end (Note [Ending on time] in campaign.py)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.Popen(
         [sys.executable, "-c", _BOOTSTRAP],
@@ -963,6 +994,7 @@ def check_repro(
         stderr=subprocess.STDOUT,
         text=True,
         errors="replace",
+        start_new_session=True,
     )
     end = time.monotonic() + timeout
     try:
@@ -974,17 +1006,42 @@ def check_repro(
                 if stop is not None and stop.is_set():
                     raise ReproStopped(entry_dir) from None
                 if time.monotonic() >= end:
-                    proc.kill()
-                    out, _ = proc.communicate()
-                    return None, (out or "")[-2000:]
+                    return None, _kill_group(proc)[-2000:]
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        _kill_group(proc)
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> str:
+    """Kill the script's process group (what is left of it: its own descendants once it
+    exited) and return what it printed since last read; bounded even where a descendant
+    that left the group keeps the pipe open."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    if proc.stdout is None or proc.stdout.closed:  # read to its end already
+        proc.wait()
+        return ""
+    try:
+        out, _ = proc.communicate(timeout=5)
+    except subprocess.TimeoutExpired:  # a descendant in a session of its own holds the pipe
+        proc.stdout.close()
+        proc.wait()
+        out = ""
+    return out or ""
 
 
 class ReproStopped(Exception):
     """check_repro was told to stop before the repro finished (the campaign ended)."""
+
+
+# case.json's "repro" verdict for a check that did not run to its end: the campaign ended
+# first (Note [Ending on time] in campaign.py). `pyfy-fuzz replay --repros` runs it.
+NOT_RUN = "not run"
+
+
+def repro_not_run(why: str) -> dict[str, Any]:
+    """What case.json keeps of a repro check that did not run: marked, so a reader (and the
+    report) knows it was never tried rather than lost."""
+    return {"exit_code": None, "verdict": NOT_RUN, "checked": None, "tail": why}
 
 
 def repro_record(

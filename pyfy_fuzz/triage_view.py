@@ -211,7 +211,7 @@ class FindingEntry:
     expected: str | None = None
     path: Path | None = None  # the entry directory, absolute (links)
     # repro.py run on its own (case.json "repro"): reproduces | passes | error | timeout |
-    # interpreter died; None: never run (the campaign ended first)
+    # interpreter died | not run (the campaign ended first: repro.NOT_RUN); None: no record
     repro: str | None = None
     upstream: tuple[int, ...] = ()  # pytorch issues it matches (oracles/upstream.py)
 

@@ -12,7 +12,11 @@ Two modes, chosen by the first command:
   improvement so the campaign holds the smallest spec even if the worker dies mid-shrink.
   Failing examples also go to the Hypothesis database inside the corpus: a campaign restarted
   after kill -9 replays them first and finishes the shrink.
-- ``serve``: run the specs the campaign sends (replay, reducing crashes) and reply.
+- ``serve``: run the specs the campaign sends (replay, reducing crashes, canary jobs: Note [A
+  broken process]) and reply.
+
+Every case is followed by a canary, which says whether the case left the process as a fresh
+one (Note [A broken process]).
 
 Messages both ways are the frozen dataclasses of `schema/messages.py`; see `_Channel`.
 """
@@ -38,22 +42,16 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from generators import (
-    InputSpec,
-    ModuleSpec,
-    OutSpec,
-    ProgramSpec,
-    RootSpec,
-    Stmt,
-    materialize,
-    programs,
-)
+from generators import ProgramSpec, programs
 from oracles import Finding
-from oracles.identity import PENDING, KnownBug, KnownBugs
+from oracles.identity import PENDING, KnownBug, KnownBugs, normalise_message
 
+from ._repro_helpers import canary
 from .runner import case_backend, run_case
+from .schema.finding import PHASE_SUBJECT
 from .schema.messages import (
     Avoid,
+    Broken,
     Bye,
     CaseOutcome,
     Done,
@@ -181,6 +179,9 @@ class _Channel:
         self.known = KnownBugs()
         self.avoid: set[str] = set()
         self.stopping = False
+        # What the canary found broken after this process's last case: it runs no other case
+        # and leaves (Note [A broken process]).
+        self.broken: Broken | None = None
 
     def send(self, message: Report) -> None:
         try:
@@ -294,10 +295,16 @@ def _run(
     spec: ProgramSpec,
     workdir: str | None = None,
     backend: str | None = None,
+    *,
+    canary_job: bool = False,
 ) -> CaseOutcome:
-    """One case; the result as plain data. A pyfy-fuzz exception becomes a harness-error
-    finding (the case's spec is what a developer needs to fix it)."""
+    """One case; the result as plain data, with what the canary then found broken in this
+    process (Note [A broken process]; it also goes to `ch.broken`). A pyfy-fuzz exception
+    becomes a harness-error finding (the case's spec is what a developer needs to fix it),
+    unless the canary fails too (Note [A poisoned worker]). A canary job checks before each
+    runner phase as well and reports a process it leaves broken as a finding."""
     backend = case_backend(spec, backend or config.backend)
+    watch = _Watch(ch, config.device, between_phases=canary_job)
     try:
         r = run_case(
             spec,
@@ -305,29 +312,18 @@ def _run(
             device=config.device,
             impl=impl,
             workdir=workdir or config.workdir,
-            on_phase=lambda name: ch.send(PhaseStarted(name)),
+            on_phase=watch.phase,
         )
     except Exception as exc:
-        tb = traceback.format_exc()[-4000:]
         torch._dynamo.reset()
-        broken = poisoned(config.device)
-        if broken is not None:
-            return CaseOutcome(
-                "poisoned", spec.family, reason=broken, traceback=tb, backend=backend
-            )
-        return CaseOutcome(
-            "error",
-            spec.family,
-            findings=(_harness_finding(exc).to_dict(),),
-            traceback=tb,
-            backend=backend,
-        )
+        return _raised(ch, watch, exc, spec.family, backend)
     finally:
         torch._dynamo.reset()
+    ch.broken = watch.after_case()
     return CaseOutcome(
         r.status,
         spec.family,
-        findings=tuple(f.to_dict() for f in r.findings),
+        findings=tuple(f.to_dict() for f in r.findings) + watch.findings(),
         wrapper_paths=tuple(r.wrapper_paths),
         unsupported=r.unsupported,
         reason=r.reason,
@@ -336,7 +332,27 @@ def _run(
         warm=r.warm,
         config_skipped=r.config_skipped,
         backend=backend,
+        broken=ch.broken,
     )
+
+
+def _raised(ch: _Channel, watch: _Watch, exc: Exception, family: str, backend: str) -> CaseOutcome:
+    """A case in which pyfy-fuzz raised: a harness-error finding, or a poisoned case where the
+    canary fails too (Note [A poisoned worker])."""
+    tb = traceback.format_exc()[-4000:]
+    broken = ch.broken = watch.after_case()
+    if broken is not None:
+        return CaseOutcome(
+            "poisoned",
+            family,
+            findings=watch.findings(),
+            reason=broken.describe(),
+            traceback=tb,
+            backend=backend,
+            broken=broken,
+        )
+    findings = (_harness_finding(exc).to_dict(),)
+    return CaseOutcome("error", family, findings=findings, traceback=tb, backend=backend)
 
 
 # Note [A poisoned worker]
@@ -344,33 +360,100 @@ def _run(
 # the Python dispatcher's key set without its thread-local state, and from then on every
 # case raised "PythonDispatcherTLS was not set" inside the program's own make_fn. Reported
 # as the next case's harness error, and shrunk, that made 241 errored cases in 150 s, all
-# false alarms. So an exception of pyfy-fuzz's is first checked against a canary, a fixed
-# program the harness always runs cleanly (an nn.Module with a parameter, its inputs, one
-# eager call and its backward): if the canary fails too, the case is "poisoned" (no
-# finding) and the worker is recycled; only an exception the canary does not share is a
-# harness error. Which earlier case broke the process is not known; its own finding, if
-# it had one, was reported when it ran.
-_CANARY = ProgramSpec(
-    family="module",
-    roots=(RootSpec((2, 3), grad="leaf"),),
-    inputs=(InputSpec("root"),),
-    body=(Stmt("mul", ("a0", "p0"), ("v0",)), Stmt("sin", ("v0",), ("v1",))),
-    outputs=(OutSpec("ref", "v1"),),
-    module=ModuleSpec(params=((3,),)),
-)
+# false alarms. So an exception of pyfy-fuzz's is first checked against the canary
+# (`_repro_helpers.canary`: the process's global state as a fresh one has it, and a
+# parameter's forward and backward): if the canary fails too, the case is "poisoned" (no
+# harness-error finding) and the worker is recycled; only an exception the canary does not
+# share is a harness error. Which case broke the process is Note [A broken process]'s part.
+#
+# Note [A broken process]
+# The case that breaks a process is a finding of its own, kind "process-broken".
+# - The canary runs after every case, in `_run`, and each Done says what it found
+#   (`CaseOutcome.broken`; None: the process is as a fresh one). It is plain torch, in
+#   `_repro_helpers`, so the entry's repro.py runs the very same code: grad mode on,
+#   inference mode off, no TorchDispatchMode or TorchFunctionMode left active (a leaked
+#   pass-through mode changes no value yet, but every later op and compile runs under it),
+#   and a parameter's forward and backward to the right gradient. Measured on torch 2.13,
+#   CPU, one thread: 0.11 ms a run (median of 1,000; 0.2 ms at p90), against 100-230 ms a
+#   case (BENCHMARKS.md): about 0.1% of a campaign. The canary spec run through
+#   `materialize`, as before, took 2.4 ms, nearly all of it rendering and importing the
+#   program. At that price there is no reason to check only every N cases, or only when a
+#   case raises: a breakage is seen right after the case that made it, and no innocent case
+#   runs in a broken process, where it could report a false finding.
+# - The worker then leaves (recycled). The campaign keeps each slot's cases since its last
+#   passing canary (`Campaign.unchecked`, bounded; with the canary after every case, the one
+#   case) and runs them again, newest first, each as a canary job on a fresh serve worker
+#   (`RunJob.canary`), until one leaves that process broken too: only a case that breaks a
+#   fresh process alone is saved, never the innocent case that met the breakage. A hunt
+#   that finds none (the breakage needed earlier cases too) is a note, not a finding.
+# - A canary job runs the canary before each runner phase as well (`_Watch`): the first
+#   failure names the phase that ran last, whose subject (PHASE_SUBJECT) the finding is
+#   charged to -- the file's run is pythonify's, the compile's run torch.compile's. Its
+#   identity is what the canary found (the exception type or the failed check, and the
+#   message, normalised), as a crash's is. A canary job costs a fresh process, whose first
+#   compile is cold: 2.6 s for a one-statement aot_eager case on CPU. The entry is reduced
+#   like a crash, each candidate a canary job; its repro.py runs that subject's calls and
+#   then the canary in one process, and exits 1 while it fails.
+# What the canary does not check (another global, a cache left inconsistent) it cannot see:
+# a later case that raises in such a process is the harness error it appears to be.
 
 
-def poisoned(device: str) -> str | None:
-    """None while the canary runs cleanly in this process; else what it raised (Note [A
-    poisoned worker])."""
-    try:
-        program = materialize(_CANARY, device=device)
-        fn = program.make_fn()
-        (out,) = (fn(*program.make_inputs(0)),)
-        out.sum().backward()
-    except Exception as exc:
-        return f"the canary program fails in this process: {type(exc).__name__}: {str(exc)[:200]}"
-    return None
+class _Watch:
+    """A case's phases: each told to the campaign as it starts, and in a canary job the
+    canary run before it, so the first failure names the phase that ran last (Note [A broken
+    process])."""
+
+    def __init__(self, ch: _Channel, device: str, *, between_phases: bool) -> None:
+        self.ch, self.device, self.between_phases = ch, device, between_phases
+        self.last: str | None = None  # the phase running now; None before the first
+        self.broken: Broken | None = None  # the canary's first failure
+
+    def phase(self, name: str) -> None:
+        self.ch.send(PhaseStarted(name))
+        if self.between_phases:
+            self._check()
+        self.last = name
+
+    def _check(self) -> None:
+        if self.broken is None:
+            found = poisoned(self.device)
+            if found is not None:  # which phase broke it is known only between phases
+                self.broken = replace(found, phase=self.last if self.between_phases else None)
+
+    def after_case(self) -> Broken | None:
+        """The canary once more after the case: what it found, from the first failure on."""
+        self._check()
+        return self.broken
+
+    def findings(self) -> tuple[FindingDict, ...]:
+        """A canary job's process-broken finding, where a phase of the case broke the process
+        (a canary failing before the first phase is not the case's doing)."""
+        if not self.between_phases or self.broken is None or self.broken.phase is None:
+            return ()
+        return (_broken_finding(self.broken).to_dict(),)
+
+
+def poisoned(device: str) -> Broken | None:
+    """None while the canary runs cleanly in this process; else what it found broken (Note
+    [A poisoned worker], Note [A broken process])."""
+    found = canary(device)
+    return None if found is None else Broken(*found)
+
+
+def _broken_finding(broken: Broken) -> Finding:
+    """The case left its process broken: identified, as a crash is, by what the canary found
+    (the exception type or the failed check, and the message, normalised), and charged to the
+    subject of the phase after which the canary first failed. No wrapper paths, as for a dead
+    worker: the campaign reduces the case, and the paths would be the unreduced program's."""
+    return Finding(
+        kind="process-broken",
+        oracle="canary",
+        subject=PHASE_SUBJECT.get(broken.phase, "pyfy-fuzz"),
+        wrappers=(),
+        explanation=broken.describe(),
+        exc_type=broken.what,
+        message=normalise_message(broken.detail),
+    )
 
 
 def _harness_finding(exc: BaseException) -> Finding:
@@ -414,16 +497,27 @@ def _serve(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl) -> str:
             impls[name] = make_impl(name)
         trace = command.trace_dir
         with structured_trace(Path(trace)) if trace else contextlib.nullcontext():
-            outcome = _run(ch, config, impls[name], spec, backend=command.backend)
+            outcome = _run(
+                ch,
+                config,
+                impls[name],
+                spec,
+                workdir=command.workdir,
+                backend=command.backend,
+                canary_job=command.canary,
+            )
         if trace:
             tlparse_index(Path(trace))
-        ch.send(Done(outcome, command.spec, job=command.job))
         cases += 1
-        if outcome.status == "poisoned":
-            return f"recycled: poisoned ({outcome.reason})"
-        why = _recycle_reason(config, cases)
-        if why:
-            return why
+        if command.canary:  # the next canary job gets a fresh process (Note [A broken process])
+            leave: str | None = "left after a canary job"
+        elif ch.broken is not None:
+            leave = f"recycled: {ch.broken.describe()}"
+        else:
+            leave = _recycle_reason(config, cases)
+        ch.send(Done(outcome, command.spec, job=command.job, last=leave is not None))
+        if leave is not None:
+            return leave
 
 
 @dataclass
@@ -460,6 +554,9 @@ class _Explorer:
             now > run.shrink_end or run.shrink_cases >= HYPOTHESIS_SHRINK_CASES
         ):
             raise _Abandon
+        if ch.broken is not None:  # a shrink's candidate broke it (_polish)
+            run.recycle = f"recycled: {ch.broken.describe()}"
+            raise _Stop
         if run.target is None and (why := _recycle_reason(self.config, self.cases)):
             run.recycle = why
             raise _Stop
@@ -471,9 +568,9 @@ class _Explorer:
         self.cases += 1
         run.shrink_cases += run.target is not None
         ch.send(Done(outcome, spec_json, shrinking=run.target))
-        if outcome.status == "poisoned":  # Note [A poisoned worker]: a fresh process goes on
-            ch.send(Note(f"worker recycled: {outcome.reason}"))
-            run.recycle = f"recycled: poisoned ({outcome.reason})"
+        if ch.broken is not None:  # Note [A broken process]: a fresh process goes on
+            ch.send(Note(f"worker recycled: {ch.broken.describe()}"))
+            run.recycle = f"recycled: {ch.broken.describe()}"
             raise _Stop  # a bug being shrunk is saved as Hypothesis left it (interrupted)
         found = {f["coarse"]: f for f in reversed(outcome.findings)}  # first one wins
         if run.target is None:
@@ -530,11 +627,8 @@ def _explore(ch: _Channel, config: WorkerConfig, impl: PythonifyImpl, job: Explo
         except Exception as exc:  # Flaky (the target did not reproduce), a generator error
             ch.send(Note(f"hypothesis run ended: {type(exc).__name__}: {str(exc)[:200]}"))
         except _Stop:
-            poisoned_now = (run.recycle or "").startswith("recycled: poisoned")
-            if run.best is not None and not poisoned_now:
+            if run.best is not None:
                 _shrunk(ch, config, impl, run.best, polish=False)
-            # poisoned: no staging run in this process; the campaign saves the smallest spec
-            # it was told of (Campaign._finish_interrupted)
             return run.recycle or "stopped"
         if run.best is not None:
             _shrunk(ch, config, impl, run.best, polish=not ch.stopping)
@@ -586,7 +680,7 @@ def _polish(
 
     def still_fails(spec: ProgramSpec) -> bool:
         ch.poll()
-        if ch.stopping:
+        if ch.stopping or ch.broken is not None:
             raise _Stop
         candidate = spec.to_json()
         if candidate in ch.avoid:
@@ -629,6 +723,10 @@ def _shrunk(
     stopped = "not polished"
     if polish:
         spec_json, finding, stopped = _polish(ch, config, impl, spec_json, finding)
+    if ch.broken is not None:
+        # No staging run in a broken process: the campaign saves the smallest spec it was
+        # told of (Campaign._finish_interrupted).
+        return
     staging = None
     findings: tuple[FindingDict, ...] = ()
     if config.corpus_root is not None:

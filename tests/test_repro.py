@@ -42,6 +42,7 @@ from generators._spec import (
     ViewStep,
 )
 from generators.source import RELATE_FUNCTIONS
+from pyfy_fuzz import _repro_helpers as H
 from pyfy_fuzz._repro_check import read_check
 from pyfy_fuzz.entry import entry_files, readme
 from pyfy_fuzz.observe import bitwise_equal
@@ -589,9 +590,17 @@ CASES = [
             ),
         ),
     ),
+    # Note [A broken process]: the file's calls, then the canary in the same process
+    ("process-broken", PLAIN, finding("process-broken", "canary", "pythonify", None)),
 ]
 # What each hand-built program must (and must not) bring into its repro.
 MUST = {
+    "process-broken": [
+        "raised = outcome(pythonified.call)",
+        "broken = canary()",
+        'def canary(device="cpu"):',
+        'raise SystemExit(f"BUG: pythonified.py leaves the process broken: {broken}")',
+    ],
     "two-tensor": [
         "from torch.testing._internal.two_tensor import TwoTensor",
         "TwoTensor(a0, a0 * 2)",
@@ -695,9 +704,11 @@ def test_any_program_and_finding_render_a_script_that_defines_what_it_uses(
     compile(source, "repro.py", "exec")
     assert _imports(source) <= ALLOWED
     # at most MAX_LINES, unless the program alone (its definitions, f, make_inputs) is long:
-    # an unshrunk program with several custom Functions or MirrorTensor can be
+    # an unshrunk program with several custom Functions or MirrorTensor can be. A process-broken
+    # repro's canary (~20 lines, Note [A broken process]) comes on top: it is the check itself.
     program = re.split(r"\ndef (observe|outcome|run)\(", source)[0]
-    assert len(source.splitlines()) <= MAX_LINES or len(program.splitlines()) > 45
+    canary = len(H.source(H.canary, False)) if case[2]["kind"] == "process-broken" else 0
+    assert len(source.splitlines()) - canary <= MAX_LINES or len(program.splitlines()) > 45
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "repro.py"
         path.write_text(source)

@@ -107,6 +107,7 @@ def _case(kind: str = "compile-divergence", oracle: str = "outputs", **kw: Any) 
         ("compile-divergence", "exceptions", 3),  # a missing error, not a crash
         ("compile-divergence", "seq_nr", 4),
         ("harness-error", "harness", 2),
+        ("process-broken", "canary", 2),  # Note [A broken process]: every later case pays
         ("compile-divergence", "something-new", 5),  # no difference recorded
     ],
 )

@@ -26,6 +26,7 @@ __all__ = [
     "Finding",
     "FindingKind",
     "KINDS",
+    "PHASE_SUBJECT",
     "SUBJECTS",
     "Subject",
     "as_kind",
@@ -34,9 +35,10 @@ __all__ = [
 ]
 
 OracleKind = Literal["compile-divergence", "pythonify-divergence", "crash", "guard-unsound"]
-# What only a campaign can see: a case that killed its worker, outlived its time limit, or made
-# pyfy-fuzz itself raise. Oracles never produce these.
-CampaignKind = Literal["interpreter-crash", "hang", "harness-error"]
+# What only a campaign can see: a case that killed its worker, outlived its time limit, made
+# pyfy-fuzz itself raise, or left its process broken for every later case (the canary fails
+# after it: Note [A broken process] in pyfy_fuzz/worker.py). Oracles never produce these.
+CampaignKind = Literal["interpreter-crash", "hang", "harness-error", "process-broken"]
 FindingKind = OracleKind | CampaignKind
 KINDS: tuple[OracleKind, ...] = get_args(OracleKind)
 CAMPAIGN_KINDS: tuple[CampaignKind, ...] = get_args(CampaignKind)
@@ -49,6 +51,24 @@ CampaignSubject = Literal["eager", "pyfy-fuzz"]
 Subject = OracleSubject | CampaignSubject
 SUBJECTS: tuple[OracleSubject, ...] = get_args(OracleSubject)
 CAMPAIGN_SUBJECTS: tuple[CampaignSubject, ...] = get_args(CampaignSubject)
+
+
+# The subject a campaign's own finding is charged to, by the runner phase that was running
+# (runner.run_case's `on_phase` names): a worker that died in it, or the phase after which
+# the canary failed. "compile" runs pythonify's capture and the stock compile together, so
+# torch.compile is a first guess there; None: no case phase had started.
+PHASE_SUBJECT: dict[str | None, Subject] = {
+    None: "pyfy-fuzz",
+    "materialize": "eager",
+    "eager": "eager",
+    "eager-fp64": "eager",
+    "compile": "torch.compile",
+    "torch.compile": "torch.compile",
+    "torch.compile-warm": "torch.compile-warm",
+    "pythonify": "pythonify",
+    "capture": "torch.compile",  # the capture's own callable, run as the file's reference
+    "oracles": "pyfy-fuzz",
+}
 
 
 def identity_type(exc_type: str) -> str:

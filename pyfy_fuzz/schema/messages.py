@@ -13,7 +13,8 @@ reader (or mypy) sees in one place what each message carries. Three directions:
   in a case, or was killed) and `Exited` (it left after saying `Bye`).
 
 Findings travel as `Finding.to_dict()` dicts: the known-bug matching and case.json both work
-on that form, and a dict pickles without importing the oracles.
+on that form, and a dict pickles without importing the oracles. What the canary found broken
+in a worker's process after a case travels as `Broken`, data the finding is built from.
 
 Note [Messages between cases]
 A worker reads its pipe only between cases. `Ready`, `Done` and `Shrunk` say it is about to
@@ -29,6 +30,7 @@ from typing import Any, Literal, TypeAlias
 __all__ = [
     "Avoid",
     "BETWEEN_CASES",
+    "Broken",
     "Bye",
     "CaseOutcome",
     "Command",
@@ -95,6 +97,12 @@ class RunJob:
     backend: str | None = None  # None: the worker's configured backend
     impl: str | None = None  # pythonify implementation; None: the worker's own
     trace_dir: str | None = None  # keep the run's structured trace (TORCH_TRACE) here
+    workdir: str | None = None  # run the case here (its pythonified.py); None: the worker's own
+    # A canary job: the canary runs before each runner phase and after the case, a broken
+    # process is reported as a `process-broken` finding naming the phase, and the worker
+    # leaves after it, so each job runs in a fresh process (Note [A broken process] in
+    # worker.py).
+    canary: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,11 +132,37 @@ Command: TypeAlias = Explore | Serve | RunJob | Known | Avoid | Stop
 
 
 @dataclass(frozen=True)
+class Broken:
+    """What the canary found off in a worker's process (Note [A broken process] in worker.py):
+    the first check of `_repro_helpers.canary` that failed. A process-broken finding's identity
+    is read from these fields: `what` as its exception type, `detail` as its message."""
+
+    # The exception type the canary's forward and backward raised, or the check that failed:
+    # grad_mode | inference_mode | dispatch_mode | function_mode | wrong_gradient.
+    what: str
+    detail: str  # the exception's message, or the state found (the modes left active)
+    # A canary job checks before each runner phase: the phase that ran last before the first
+    # failed check. None: checked only after the whole case (an exploring worker), or it
+    # failed before the case began (not the case's doing).
+    phase: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.what:
+            raise ValueError("Broken.what names the failed check or the exception type")
+
+    def describe(self) -> str:
+        """The canary's failure in words, for a log line or a note."""
+        after = f" after {self.phase}" if self.phase else ""
+        return f"the canary fails in this process{after}: {self.what}: {self.detail[:200]}"
+
+
+@dataclass(frozen=True)
 class CaseOutcome:
     """One case's result as plain data (what `runner.CaseResult` keeps that the campaign uses)."""
 
-    # ok | discarded | invalid | error (pyfy-fuzz itself raised) | poisoned (it raised because
-    # the process was broken by an earlier case: Note [A poisoned worker] in worker.py)
+    # ok | discarded | invalid | error (pyfy-fuzz itself raised) | poisoned (it raised, and the
+    # canary fails too: the process is broken, its exception is the process's, not a finding:
+    # Note [A poisoned worker] in worker.py)
     status: str
     family: str  # the spec's generator family
     findings: tuple[FindingDict, ...] = ()
@@ -141,10 +175,15 @@ class CaseOutcome:
     warm: Served | None = None  # what the cache did for the warm subject; None: not consulted
     config_skipped: tuple[str, ...] = ()  # configuration knobs this torch lacks (not applied)
     backend: str = ""  # what the case compiled with ("": not recorded)
+    # What the canary, run after every case, found broken in the process (None: it runs as a
+    # fresh process would). Note [A broken process] in worker.py.
+    broken: Broken | None = None
 
     def __post_init__(self) -> None:
         if self.status not in ("ok", "discarded", "invalid", "error", "poisoned"):
             raise ValueError(f"CaseOutcome.status {self.status!r} is not a case status")
+        if self.status == "poisoned" and self.broken is None:
+            raise ValueError("a poisoned case carries what the canary found broken")
         if self.warm is not None and self.warm not in SERVED:
             raise ValueError(f"CaseOutcome.warm {self.warm!r} is not one of {SERVED}")
         if self.status == "error" and not self.findings:
@@ -183,6 +222,9 @@ class Done:
     spec: str  # ProgramSpec JSON
     job: int | None = None  # serve: the RunJob it answers
     shrinking: str | None = None  # explore: the coarse key being shrunk, if any
+    # serve: the worker leaves after this case (recycled, or after a canary job), so the pool
+    # sends it no other job -- one sent would be lost with the process
+    last: bool = False
 
 
 @dataclass(frozen=True)

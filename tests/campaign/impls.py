@@ -84,3 +84,59 @@ def module_segfaults() -> ModuleSegfaults:
 
 def float64_hangs() -> Float64Hangs:
     return Float64Hangs()
+
+
+class AlwaysRaises(_Planted):
+    """A generator bug every program shows: the file's `call` always raises, so every case
+    finds the same bug (one coarse key, no wrapper paths) within its first seconds."""
+
+    def after(self, produced: Produced) -> None:
+        with open(produced.path, "a") as f:
+            f.write("\n\ndef call(*args):\n    raise RuntimeError('planted: never runs')\n")
+
+
+SLEEP_S = 30.0  # a compile that outlives any test's budget and grace
+
+
+class Sleeps(_Planted):
+    """Every compile takes SLEEP_S (a long Inductor compile): a campaign's budget ends while
+    its cases run. Each sleeping worker leaves its pid in a `sleeping` file beside the case."""
+
+    def produce(self, fn: Any, args: tuple[Any, ...], path: Path, **kw: Any) -> Produced:
+        Path(path).with_name("sleeping").write_text(f"{os.getpid()}\n")
+        time.sleep(SLEEP_S)
+        return super().produce(fn, args, path, **kw)
+
+
+def always_raises() -> AlwaysRaises:
+    return AlwaysRaises()
+
+
+def sleeps() -> Sleeps:
+    return Sleeps()
+
+
+class Float64LeavesAMode(_Planted):
+    """A generator bug that breaks the process (Note [A broken process] in pyfy_fuzz/worker.py):
+    the file's `call` enters a TorchDispatchMode for float64 arguments and never leaves it, so
+    every op after it in the process runs through the mode."""
+
+    def after(self, produced: Produced) -> None:
+        with open(produced.path, "a") as f:
+            f.write(
+                "\n\nfrom torch.utils._python_dispatch import TorchDispatchMode\n\n\n"
+                "class PlantedLeak(TorchDispatchMode):\n"
+                "    def __torch_dispatch__(self, func, types, args=(), kwargs=None):\n"
+                "        return func(*args, **(kwargs or {}))\n\n\n"
+                "_planted_call = call\n\n\n"
+                "def call(*args):\n"
+                "    out = _planted_call(*args)\n"
+                "    if any(isinstance(a, torch.Tensor) and a.dtype == torch.float64"
+                " for a in args):\n"
+                "        PlantedLeak().__enter__()  # planted: never left\n"
+                "    return out\n"
+            )
+
+
+def float64_leaves_a_mode() -> Float64LeavesAMode:
+    return Float64LeavesAMode()

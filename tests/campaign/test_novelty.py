@@ -99,6 +99,18 @@ def test_a_shrink_that_ends_in_a_known_bug_is_merged(campaign: Any) -> None:
     assert list(campaign.stats.new) == [known["signature"]] and campaign.stats.merged == 1
 
 
+def test_a_shrink_the_budget_cut_short_is_saved_not_dropped(campaign: Any) -> None:
+    """Its PENDING mark covers every finding of its coarse key, its own included: the end of
+    the run settles the mark away before asking whether the finding is known."""
+    cut = _f("runtime/a")
+    _found(campaign, 0, cut)
+    _done(campaign, _f("runtime/a", "runtime/b"))  # a sighting while it was being shrunk
+    campaign._finish_interrupted()
+    assert list(campaign.stats.new) == [cut["signature"]] and not campaign.stats.pending
+    case = campaign.corpus.entries[cut["signature"]].case
+    assert case["shrink"]["interrupted"] and case["count"] == 2
+
+
 def test_the_books_count_what_the_cache_did_for_the_warm_subject(campaign: Any) -> None:
     """The share of cases really served warm is reported, so a bypass never passes for a match
     (Note [The warm subject])."""

@@ -1,5 +1,6 @@
-"""Note [A poisoned worker]: an exception of pyfy-fuzz's that a canary program shares is the
-process's, not the case's: no harness-error finding, and the worker is recycled."""
+"""Note [A poisoned worker]: an exception of pyfy-fuzz's that the canary shares is the
+process's, not the case's: no harness-error finding, and the worker is recycled (the case that
+broke the process is hunted by the campaign: tests/campaign/test_broken_process.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 import pyfy_fuzz.worker as worker
 from generators import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
-from pyfy_fuzz.schema.messages import CaseOutcome, Done, Note, Serve
+from pyfy_fuzz.schema.messages import Broken, CaseOutcome, Done, Note, Serve
 from pyfy_fuzz.subjects import BundledPythonify
 
 SPEC = ProgramSpec(
@@ -22,6 +23,7 @@ SPEC = ProgramSpec(
     plan=CallPlan(calls=1, backward=False),
 )
 TLS = "Hit PythonDispatcher dispatch key but PythonDispatcherTLS was not set"
+BROKEN = Broken("RuntimeError", TLS)
 
 
 def _raises(*args: Any, **kwargs: Any) -> Any:
@@ -30,15 +32,8 @@ def _raises(*args: Any, **kwargs: Any) -> Any:
 
 
 def _run(monkeypatch: pytest.MonkeyPatch, canary_fails: bool, tmp: str) -> CaseOutcome:
-    if canary_fails:
-        real = worker.materialize
-
-        def broken(spec: ProgramSpec, *a: Any, **kw: Any) -> Any:
-            if spec is worker._CANARY:
-                raise RuntimeError(TLS)
-            return real(spec, *a, **kw)
-
-        monkeypatch.setattr(worker, "materialize", broken)
+    if canary_fails:  # what the canary's forward raised on the H200
+        monkeypatch.setattr(worker, "canary", lambda device: ("RuntimeError", TLS))
     monkeypatch.setattr(worker, "run_case", _raises)
     a, b = Pipe()
     ch = worker._Channel(a)
@@ -63,6 +58,17 @@ def test_a_broken_process_is_poisoned_not_a_finding(
     out = _run(monkeypatch, canary_fails=True, tmp=str(tmp_path))
     assert out.status == "poisoned" and out.findings == ()
     assert TLS in (out.reason or "") and TLS in out.traceback
+    assert out.broken == BROKEN  # what the canary found, as data: the campaign hunts with it
+
+
+def _broken_run(outcome: CaseOutcome) -> Any:
+    """A `_run` whose case left the process broken (as the real one says: ch.broken)."""
+
+    def run(ch: worker._Channel, *a: Any, **kw: Any) -> CaseOutcome:
+        ch.broken = outcome.broken
+        return outcome
+
+    return run
 
 
 def test_a_serve_worker_leaves_after_a_poisoned_case(
@@ -70,17 +76,18 @@ def test_a_serve_worker_leaves_after_a_poisoned_case(
 ) -> None:
     from pyfy_fuzz.schema.messages import RunJob, Stop
 
-    outcome = CaseOutcome("poisoned", SPEC.family, reason="the canary program fails")
-    monkeypatch.setattr(worker, "_run", lambda *a, **kw: outcome)
+    outcome = CaseOutcome("poisoned", SPEC.family, reason=BROKEN.describe(), broken=BROKEN)
+    monkeypatch.setattr(worker, "_run", _broken_run(outcome))
     a, b = Pipe()
     b.send(RunJob(1, SPEC.to_json()))
     b.send(Stop())
     why = worker._serve(worker._Channel(a), worker.WorkerConfig(slot=0), BundledPythonify())
-    assert why.startswith("recycled: poisoned")
+    assert why.startswith("recycled: the canary fails") and TLS in why
     sent = []
     while b.poll():
         sent.append(b.recv())
-    assert any(isinstance(m, Done) and m.outcome.status == "poisoned" for m in sent)
+    # its Done says it leaves: the pool sends it no other job, which would die with it
+    assert any(isinstance(m, Done) and m.outcome.status == "poisoned" and m.last for m in sent)
     assert not any(isinstance(m, (Note, Serve)) for m in sent)
 
 
@@ -89,8 +96,8 @@ def test_an_exploring_worker_stops_after_a_poisoned_case(monkeypatch: pytest.Mon
     broken process: the campaign saves a shrink it cut short from what it was told."""
     import time
 
-    outcome = CaseOutcome("poisoned", SPEC.family, reason="the canary program fails")
-    monkeypatch.setattr(worker, "_run", lambda *a, **kw: outcome)
+    outcome = CaseOutcome("poisoned", SPEC.family, reason=BROKEN.describe(), broken=BROKEN)
+    monkeypatch.setattr(worker, "_run", _broken_run(outcome))
     a, b = Pipe()
     explorer = worker._Explorer(
         worker._Channel(a), worker.WorkerConfig(slot=0), BundledPythonify(), time.monotonic() + 60
@@ -98,7 +105,7 @@ def test_an_exploring_worker_stops_after_a_poisoned_case(monkeypatch: pytest.Mon
     explorer.run = worker._Run()
     with pytest.raises(worker._Stop):
         explorer.one(SPEC)
-    assert (explorer.run.recycle or "").startswith("recycled: poisoned")
+    assert (explorer.run.recycle or "").startswith("recycled: the canary fails")
     sent = []
     while b.poll():
         sent.append(b.recv())
