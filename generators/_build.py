@@ -83,6 +83,8 @@ class Builder:
     root_vals: list[Val] = field(default_factory=list)
     grad_on: bool = True
     grad_toggled: bool = False
+    # The variant call a family asks for itself, in place of a drawn one (_later_aliasing).
+    later: str | None = None
     backward: bool = True
     saved_families: set[int] = field(default_factory=set)
     dup_names: set[str] = field(default_factory=set)

@@ -77,6 +77,7 @@ PROFILES: dict[str, Profile] = {
     ),
     "module": Profile("module", _weights(batchnorm=3), float_only=True),
     "cudagraph": Profile("cudagraph", _weights(), mode="reduce-overhead", min_calls=2),
+    "later_aliasing": Profile("later_aliasing", _weights()),
 }
 FAMILIES = tuple(PROFILES)
 
@@ -127,6 +128,30 @@ def _dedupe(b: Builder) -> None:
     event(f"dedupe: other argument {other}")
     event("aim: dedupe/duplicate_args")
     _forced_mutation(b, b.vals[dup.name] if b.chance(2) else b.vals[first.name])
+    _denser_duplicates(b, root, first)
+
+
+def _denser_duplicates(b: Builder, root: Val, first: Val) -> None:
+    """Issue 28's denser shapes, drawn last (a draw before the pair moved where shrinking
+    ends): the tensor a third time, a second duplicated pair (written too: a write-back to
+    the wrong argument shows as a wrong value), or views of another argument beside the pair;
+    and Dynamo instead of AOT as the front-end (1 in 3), which dedupes arguments itself."""
+    dense = b.pick(("thrice", "two pairs", "pair+views")) if b.chance(2) else "pair"
+    event(f"dedupe: {dense}")
+    if dense == "thrice":
+        b.input_dup(first)
+    elif dense == "two pairs":
+        twin = b.input_root(b.add_twin(b.root_vals.index(root)))
+        b.input_dup(twin)
+        _forced_mutation(b, b.vals[twin.name])
+    elif dense == "pair+views":
+        root = b.add_root(ndim_min=1, nonempty=True)
+        b.input_root(root)
+        view = b.input_view(root)
+        _return_new(b, partial(stmt_unary, b, target=b.vals[view.name]))
+    if b.chance(3):
+        b.profile = replace(b.profile, frontend="dynamo")
+        event("dedupe: through Dynamo")
 
 
 def _synthetic_base(b: Builder) -> None:
@@ -202,6 +227,47 @@ def _windows(b: Builder) -> tuple[Val, list[Val]]:
     return root, [first, b.input_window(root, size, tuple(stride), shift)]
 
 
+def _later_aliasing(b: Builder) -> None:
+    """Arguments kept apart in call 0 that a later call aliases (the same tensor twice, two
+    views of one storage, a partial overlap), or views of one root that a later call
+    overlaps otherwise, with one written in place and another read: a graph compiled for
+    call 0's aliasing reads a stale value or writes back to the wrong argument where the
+    later call's differs. Most upstream wrapper bugs take this shape (issue 28). The later
+    call is the family's, not drawn (`Builder.later`); the program may stay on Dynamo or
+    go through AOT, and several arguments of one shape may be written (a write-back to the
+    wrong one shows as a wrong value)."""
+    shape = b.pick(("twins", "three", "views"))
+    if b.chance(3):
+        b.profile = replace(b.profile, frontend="aot")
+    root = _mutable_root(b, ndim_min=1, nonempty=True)
+    if shape == "views":  # aliased in call 0; later, another overlap
+        args = [b.input_root(root), b.input_view(root)]
+        relation = "shift"
+    else:
+        index = b.root_vals.index(root)
+        args = [b.input_root(root)] + [
+            b.input_root(b.add_twin(index)) for _ in range(2 if shape == "three" else 1)
+        ]
+        # overlap takes arguments needing no grad, of two elements at least (to_overlapping)
+        apart = root.requires_grad or numel(root.shape) < 2
+        relation = b.pick(("aliasing", "share") if apart else ("aliasing", "share", "overlap"))
+    event(f"later aliasing: {shape}, then {relation}")
+    # Read before the write orders wrong differently; not for views of one root, whose
+    # write would then change what the read saved for backward.
+    read_first = shape != "views" and b.chance(3)
+    readers = args[1:] if shape != "three" else args[2:]
+    if read_first:
+        for other in readers:
+            _return_new(b, partial(stmt_unary, b, target=b.vals[other.name]))
+    for target in args[:1] if shape != "three" else args[:2]:
+        _forced_mutation(b, b.vals[target.name], ctx=None if b.chance(2) else "draw")
+    if not read_first:
+        for other in readers:
+            _return_new(b, partial(stmt_unary, b, target=b.vals[other.name]))
+    b.later = relation
+    event("aim: plan/aliased_later/mutate_read")
+
+
 def _input_mutation(b: Builder) -> None:
     _plain_inputs(b)
     ins = tensors(b, lambda v: v.input_index is not None)
@@ -211,8 +277,9 @@ def _input_mutation(b: Builder) -> None:
     target = b.pick(writable)
     # "metadata break": Dynamo breaks the graph at it (stmt_metadata), where "metadata" moves
     # the program to AOT; it took a second "data"'s place, keeping the pick's range (a new
-    # draw moved where shrinking ends, tests/generators/test_shrinking.py).
-    kinds = ("data", "metadata break", "metadata", "grad_mode", "nonleaf view")
+    # draw moved where shrinking ends, tests/generators/test_shrinking.py), after "metadata"
+    # (where shrinking a metadata mutation should end).
+    kinds = ("data", "metadata", "metadata break", "grad_mode", "nonleaf view")
     kind = b.pick((*kinds, "dtype alias", "windows"))
     if kind in ("dtype alias", "windows"):  # issue 17's aliased arguments, one written
         if kind == "windows":
@@ -461,6 +528,7 @@ _BUILDERS: dict[str, Callable[[Builder], None]] = {
     "autograd_function": _autograd_function,
     "module": _module,
     "cudagraph": _cudagraph,
+    "later_aliasing": _later_aliasing,
 }
 
 
@@ -590,6 +658,8 @@ def build(draw: Callable[..., object], family: str, max_ops: int, max_inputs: in
     config = _config(b)  # early, for the same reason
     b.backward = not b.chance(5)
     _BUILDERS[family](b)
+    if b.later is not None:  # the family's own later call (_later_aliasing)
+        variant = b.later
     if not b.inputs:
         b.input_root(b.add_root())
     plain = [i.root for i in b.inputs if i.kind == "root" and not b.roots[i.root].subclass]

@@ -30,7 +30,8 @@ def programs(
     """Programs from the given families (all by default), each family drawn with equal odds.
 
     `wrappers` names families from `FAMILIES` (dedupe, synthetic_base, input_mutation,
-    output_aliasing, subclass, effects, rng, autograd_function, module, cudagraph).
+    output_aliasing, subclass, effects, rng, autograd_function, module, cudagraph,
+    later_aliasing).
     Examples shrink as each family shrinks; Hypothesis rarely moves a failing example to
     another family, and prefers fewer choices (e.g. no backward) over family order.
     """
@@ -107,6 +108,12 @@ autograd_function_programs = _family(
 module_programs = _family(
     "module",
     "nn.Modules with parameters, buffers, tied parameters and BatchNorm running stats.",
+)
+later_aliasing_programs = _family(
+    "later_aliasing",
+    "Arguments distinct in call 0 that a later call aliases (one tensor twice, two views of "
+    "one storage, a partial overlap), or aliased ones it overlaps otherwise, one written and "
+    "another read: the guards, and every wrapper's aliasing assumptions.",
 )
 cudagraph_programs = _family(
     "cudagraph",

@@ -730,6 +730,20 @@ def _token_changes(spec: ProgramSpec, token: str) -> bool:
         ]
         dtypes = [spec.roots[i.root].dtype for i in once]
         return len(dtypes) != len(set(dtypes))
+    if token == "share":  # two roots passed alone, of one shape and dtype
+        kinds = [
+            (spec.roots[i.root].shape, spec.roots[i.root].dtype)
+            for i in plain
+            if alone(i) and numel(spec.roots[i.root].shape) >= 1
+        ]
+        return len(kinds) != len(set(kinds))
+    if token == "shift":  # two plain arguments of one root (a dup is the same tensor)
+        roots = [
+            i.root if i.kind != "dup" else spec.inputs[i.of].root
+            for i in tensors
+            if spec.roots[i.root if i.kind != "dup" else spec.inputs[i.of].root].subclass is None
+        ]
+        return any(roots.count(r) >= 2 and numel(spec.roots[r].shape) >= 1 for r in roots)
     if token == "nonleaf":
         return any(i.kind == "root" and spec.roots[i.root].grad == "leaf" for i in plain)
     if token in ("leaf", "no_requires_grad"):

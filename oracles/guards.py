@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from pyfy_fuzz.observe import CallObs, SubjectObs
 from pyfy_fuzz.schema.difference import CallRef, Difference
-from pyfy_fuzz.schema.spec import variant_tokens
+from pyfy_fuzz.schema.spec import ALIASING_RELATIONS, variant_tokens
 
 from ._base import finding
 from ._calls import (
@@ -127,7 +127,7 @@ def later_aspect(d: Difference) -> str:
 def _aliasing_only(variant: str | None) -> bool:
     """The call changes only which arguments share memory (Note [Variant-call identity])."""
     tokens = variant_tokens(variant)
-    return bool(tokens) and all(t in ("aliasing", "overlap") for t in tokens)
+    return bool(tokens) and all(t in ALIASING_RELATIONS for t in tokens)
 
 
 def _compiled_variant(ev: Evidence, e: CallObs, c: CallObs, index: int | None) -> list[Finding]:

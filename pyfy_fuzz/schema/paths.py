@@ -37,6 +37,7 @@ FAMILY_TARGETS: dict[str, tuple[str, ...]] = {
     "autograd_function": ("autograd/",),
     "module": ("module/",),
     "cudagraph": ("cudagraph/",),
+    "later_aliasing": ("plan/aliased_later/",),
 }
 
 
@@ -51,6 +52,10 @@ OUTPUT_ALIAS_KINDS = (
     "custom_function_view",
 )
 
+# How a later call aliases arguments (Note [Call relationships]): "aliasing" of arguments
+# call 0 kept apart passes one tensor twice.
+_LATER_ALIASING = ("same_tensor", "overlap", "share", "shift")
+
 _INPUT_VIEWS = ("unfold", "view_dtype", "diagonal", "expand", "transpose", "as_strided")
 
 # Paths a case's spec reaches, read off the spec (`spec_paths`), not off a compile: the
@@ -61,6 +66,10 @@ _INPUT_VIEWS = ("unfold", "view_dtype", "diagonal", "expand", "transpose", "as_s
 SPEC_PATHS: tuple[str, ...] = (
     *(f"plan/relation/{t}" for t in _RELATIONS),
     "plan/sequence",
+    # a later call aliases arguments call 0 kept apart (or aliases them otherwise), and the
+    # body writes one argument and reads another: where stale reads live (issue 28)
+    *(f"plan/aliased_later/{kind}" for kind in _LATER_ALIASING),
+    "plan/aliased_later/mutate_read",
     # the arguments' aliasing: views of the kinds issue 17 asked for, two partially
     # overlapping n-D windows of one storage, a storage read as two dtypes
     *(f"inputs/view/{op}" for op in _INPUT_VIEWS),
@@ -164,6 +173,9 @@ def spec_paths(spec: ProgramSpec) -> list[str]:
     tokens = {t for v in (spec.plan.variant, *spec.plan.sequence) for t in variant_tokens(v)}
     found = [f"plan/relation/{t}" for t in _RELATIONS if t in tokens]
     found += ["plan/sequence"] if spec.plan.sequence else []
+    later = _aliased_later(spec, tokens)
+    found += [f"plan/aliased_later/{kind}" for kind in _LATER_ALIASING if kind in later]
+    found += ["plan/aliased_later/mutate_read"] if later and _mutate_read(spec) else []
     views = {s.op for i in spec.inputs if i.kind == "view" for s in i.views}
     # a root laid out expanded or transposed is made by that view of its storage
     layouts = {spec.roots[i.root].layout for i in spec.inputs if i.kind in ("root", "view")}
@@ -177,6 +189,27 @@ def spec_paths(spec: ProgramSpec) -> list[str]:
         if _nonleaf_view_written(spec, ctx):
             found.append(f"inputs/nonleaf_view_written/{ctx}")
     return found
+
+
+def _aliased_later(spec: ProgramSpec, tokens: set[str]) -> set[str]:
+    """How the later calls alias the arguments anew (_LATER_ALIASING)."""
+    aliased = any(i.kind in ("view", "dup", "set_shared") for i in spec.inputs)
+    kinds = {t for t in tokens if t in ("overlap", "share", "shift")}
+    if "aliasing" in tokens and not aliased:
+        kinds.add("same_tensor")
+    return kinds
+
+
+def _mutate_read(spec: ProgramSpec) -> bool:
+    """The body writes one tensor argument in place and reads another."""
+    names = {f"a{k}" for k, i in enumerate(spec.inputs) if i.kind != "int"}
+    written = {
+        str(s.args[0])
+        for s in spec.body
+        if s.op.endswith("_") and s.args and str(s.args[0]) in names
+    }
+    read = {str(a) for s in spec.body for a in s.args[int(s.op.endswith("_")) :] if a in names}
+    return bool(written) and bool(read - written or len(written) >= 2 and read)
 
 
 def _windows(spec: ProgramSpec) -> bool:

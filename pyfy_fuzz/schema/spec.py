@@ -24,6 +24,7 @@ from .config import CATALOGUE as _CATALOGUE
 from .config import check_config
 
 __all__ = [
+    "ALIASING_RELATIONS",
     "CALL_RELATIONS",
     "CONTEXTS",
     "CallPlan",
@@ -100,7 +101,14 @@ CONTEXTS = ("no_grad", "inference_mode", "enable_grad")
 #   strided    contiguous arguments become strided (every other element of a storage);
 #   no_grad, inference_mode   the call runs under that context (the arguments are call 0's);
 #   again      the very arguments of the call before, their .grad kept: gradients accumulate
-#              over the two calls (with a context at most).
+#              over the two calls (with a context at most);
+#   share      two arguments of one shape and dtype that shared memory with no other become
+#              two views of one new storage (distinct objects, the same memory), each keeping
+#              its requires_grad and leafness;
+#   shift      arguments that shared memory become views of a storage one element longer,
+#              all but the first of each group one element further on: another overlap.
+# "aliasing" (on arguments distinct in call 0: one passed twice), overlap and share alias
+# arguments that call 0 kept apart, shift changes the aliasing call 0 had: ALIASING_RELATIONS.
 # Eager is the truth for each such call; torch.compile must recompile or be right, and the
 # pythonified file must agree with it or raise PythonifyGuardError (oracles/guards.py).
 CALL_RELATIONS = (
@@ -116,7 +124,11 @@ CALL_RELATIONS = (
     "no_grad",
     "inference_mode",
     "again",
+    "share",
+    "shift",
 )
+# The relationships that change only which arguments share memory (Note [Call relationships]).
+ALIASING_RELATIONS = ("aliasing", "overlap", "share", "shift")
 
 
 def variant_tokens(variant: str | None) -> tuple[str, ...]:

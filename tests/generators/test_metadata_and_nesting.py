@@ -33,8 +33,18 @@ def _set_alone(spec: ProgramSpec) -> bool:
 
 # feature -> (families that draw it, whether a spec has it, the path a compile of it reaches)
 FEATURES = {
-    "set_": (["input_mutation"], _set_alone, "storage"),
-    "resize_": (["input_mutation"], lambda s: any(x.op == "resize_" for x in s.body), "metadata"),
+    "set_": (["input_mutation"], lambda s: _set_alone(s) and s.plan.frontend == "aot", "storage"),
+    "resize_": (
+        ["input_mutation"],
+        lambda s: any(x.op == "resize_" for x in s.body) and s.plan.frontend == "aot",
+        "metadata",
+    ),
+    # on Dynamo, which breaks the graph at them (Note [Regions] in pythonify)
+    "set_ break": (
+        ["input_mutation"],
+        lambda s: any(x.op == "set_" for x in s.body) and s.plan.frontend == "dynamo",
+        "graph/break",
+    ),
     "nested": (
         ["subclass"],
         lambda s: any(r.subclass == "nested_two_tensor" for r in s.roots),

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import oracles
-from generators import materialize, programs
+from generators import later_aliasing_programs, materialize, programs
 from generators._spec import (
     CALL_RELATIONS,
     CallPlan,
@@ -23,11 +23,13 @@ from generators._spec import (
     RootSpec,
     SpecError,
     Stmt,
+    ViewStep,
     spec_from_dict,
 )
 from generators.source import RELATE_TOKENS, variant_changes
 from oracles import Evidence
 from pyfy_fuzz.observe import Target, observe_subject
+from pyfy_fuzz.schema.paths import spec_paths
 
 # a0 mutated, a1 read: their overlap decides the result; a2 a leaf requiring grad
 TWO = ProgramSpec(
@@ -45,10 +47,12 @@ TWO = ProgramSpec(
 
 
 def _facts(args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-    """What a relationship may change about the arguments, per argument, plus which overlap."""
+    """What a relationship may change about the arguments, per argument (shift: the storage
+    offset), plus which overlap."""
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     facts: list[tuple[Any, ...]] = [
-        (type(t), tuple(t.shape), t.dtype, t.stride(), t.requires_grad, t.is_leaf)
+        (type(t), tuple(t.shape), t.dtype, t.stride(), t.storage_offset(), t.requires_grad)
+        + (t.is_leaf,)
         + (t._base is not None, tuple(j for j, u in enumerate(tensors) if u is t))
         for t in tensors
     ]
@@ -180,3 +184,68 @@ def test_a_subject_that_overwrites_grad_instead_of_accumulating_is_caught() -> N
     found = oracles.check_all(Evidence(eager=eager, compiled=compiled, pythonified=None))
     (f,) = [f for f in found if f.oracle == "guards"]
     assert "sequence call 0 (again): grad of a0: values differ" in f.explanation
+
+
+def test_share_makes_two_views_of_one_storage_keeping_grad_and_leafness() -> None:
+    spec = replace(TWO, roots=(RootSpec((2, 3), grad="leaf"), *TWO.roots[1:]))
+    a0, a1, a2 = materialize(spec).make_inputs(0, "share")
+    assert a0 is not a1 and a0.untyped_storage().data_ptr() == a1.untyped_storage().data_ptr()
+    assert (a0.requires_grad, a0.is_leaf) == (True, True)  # a leaf of its own, shared memory
+    assert not a1.requires_grad and a2.untyped_storage().data_ptr() != a0.data_ptr()
+    before = materialize(spec).make_inputs(0)
+    torch.testing.assert_close(a0.detach(), before[0].detach())  # the first's values
+
+
+def test_shift_moves_all_but_the_first_alias_one_element_on() -> None:
+    spec = replace(
+        TWO,
+        roots=(RootSpec((8,)), TWO.roots[2]),
+        inputs=(
+            InputSpec("root", root=0),
+            InputSpec("view", root=0, views=(ViewStep("slice", (0, 2, 6, 1)),)),
+            InputSpec("root", root=1),
+        ),
+        body=(Stmt("mul_", ("a0", 2)), Stmt("mul", ("a1", "a2"), ("v1",))),
+        plan=CallPlan(calls=1, variant="shift"),
+    )
+    b0, b1, _ = materialize(spec).make_inputs(0)
+    s0, s1, _ = materialize(spec).make_inputs(0, "shift")
+    assert s0.untyped_storage().data_ptr() == s1.untyped_storage().data_ptr()
+    assert (s0.storage_offset(), s1.storage_offset()) == (0, b1.storage_offset() + 1)
+    torch.testing.assert_close(s1, b0[3:7])  # it reads the elements one further on
+
+
+def test_a_graph_that_ignores_a_later_calls_aliasing_is_caught() -> None:
+    """Distinct in call 0, one tensor's memory in the variant call (share), one written and
+    the other read: a subject that computes on copies then (as a graph compiled for distinct
+    arguments would) is wrong there, and the guards oracle says so."""
+
+    def on_copies(fn: Any) -> Any:
+        def call(a0: torch.Tensor, a1: torch.Tensor, a2: torch.Tensor) -> Any:
+            if a0.untyped_storage().data_ptr() == a1.untyped_storage().data_ptr():
+                out = fn(a0.clone(), a1.clone(), a2)
+                a0.mul_(2)
+                return out
+            return fn(a0, a1, a2)
+
+        return call
+
+    spec = replace(TWO, plan=CallPlan(calls=1, variant="share"))
+    assert "plan/aliased_later/share" in spec_paths(spec)
+    assert "plan/aliased_later/mutate_read" in spec_paths(spec)
+    eager = _observe(spec, None, "eager")
+    compiled = _observe(spec, on_copies, "torch.compile")
+    found = oracles.check_all(Evidence(eager=eager, compiled=compiled, pythonified=None))
+    (f,) = [f for f in found if f.oracle == "guards"]
+    assert "variant call (share): output 0: values differ" in f.explanation
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(later_aliasing_programs())
+def test_the_later_aliasing_family_always_aliases_later_with_a_write_and_a_read(
+    spec: ProgramSpec,
+) -> None:
+    paths = spec_paths(spec)
+    assert "plan/aliased_later/mutate_read" in paths, spec
+    assert any(p.startswith("plan/aliased_later/") and "mutate" not in p for p in paths), spec
+    assert variant_changes(spec), spec  # the forced later call changes the arguments

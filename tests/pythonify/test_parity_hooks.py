@@ -8,11 +8,10 @@ file with torch.compile and eager on gradients and on the order in which hooks r
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from pyfy_fuzz.pythonify.paths import wrapper_paths
-
-import pytest
 
 from .parity import check_parity, r
 
