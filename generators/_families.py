@@ -34,6 +34,7 @@ from ._stmts import (
     mutable,
     note_saved,
     random_stmt,
+    stmt_detach,
     stmt_effect,
     stmt_function,
     stmt_grad_mode,
@@ -65,8 +66,10 @@ def _weights(**extra: int) -> dict[str, int]:
 PROFILES: dict[str, Profile] = {
     "dedupe": Profile("dedupe", _weights(), frontend="aot"),
     "synthetic_base": Profile("synthetic_base", _weights()),
-    "input_mutation": Profile("input_mutation", _weights(inplace=6, metadata=2, grad_mode=1)),
-    "output_aliasing": Profile("output_aliasing", _weights(view=8)),
+    "input_mutation": Profile(
+        "input_mutation", _weights(inplace=6, metadata=2, grad_mode=1, identity=2, data=1)
+    ),
+    "output_aliasing": Profile("output_aliasing", _weights(view=8, identity=2)),
     "subclass": Profile(
         "subclass", {"unary": 6, "binary": 4, "view": 3, "inplace": 2}, float_only=True
     ),
@@ -75,7 +78,7 @@ PROFILES: dict[str, Profile] = {
     "autograd_function": Profile(
         "autograd_function", _weights(function=3, hook=2), float_only=True
     ),
-    "module": Profile("module", _weights(batchnorm=3), float_only=True),
+    "module": Profile("module", _weights(batchnorm=3, data=2), float_only=True),
     "cudagraph": Profile("cudagraph", _weights(), mode="reduce-overhead", min_calls=2),
     "later_aliasing": Profile("later_aliasing", _weights()),
 }
@@ -347,6 +350,10 @@ def _output_aliasing(b: Builder) -> None:
     if kind == "twice":
         refs = [refs[-1], refs[-1]]
     b.outputs += [OutSpec("ref", ref=r) for r in refs]
+    if kind == "views of one base" and made and src is not x and b.chance(3):
+        # and the base's detach(), a non-differentiable alias of the same storage (PR #195357)
+        if stmt_detach(b, target=b.vals[src.name]):
+            b.outputs.append(OutSpec("ref", ref=b.body[-1].outs[0]))
 
 
 def _offset_view_after_write(b: Builder, x: Val) -> bool:

@@ -387,6 +387,11 @@ _UNARY = {
     "dropout": "torch.nn.functional.dropout({0}, 0.5, training=True)",
     "bernoulli": "torch.bernoulli({0}.detach().sigmoid())",
     "batchnorm": "self.bn({0})",
+    # stmt_identity: the argument itself, or a copy
+    "dropout_eval": "torch.nn.functional.dropout({0}, 0.5, training=False)",
+    "to_same": "{0}.to({0}.dtype)",
+    "contiguous": "{0}.contiguous()",
+    "clone": "{0}.clone()",
 }
 _BINARY = {
     "add": "{0} + {1}",
@@ -481,6 +486,10 @@ def stmt_lines(stmt: Stmt) -> list[str]:
         )
     elif op in _METHODS:
         line = f"{a[0]}.{op}({', '.join(a[1:])})"
+    elif op == "data_mul_":  # stmt_data: a write autograd does not see
+        line = f"{a[0]}.data.mul_(2)"
+    elif op == "data_assign":
+        line = f"{a[0]}.data = {a[0]}.detach() * 2"
     elif op == "set_grad_enabled":
         line = f"torch.set_grad_enabled({a[0]})"
     elif op == "graph_break":

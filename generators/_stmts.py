@@ -212,9 +212,69 @@ def stmt_view(b: Builder, target: Val | None = None) -> bool:
     return True
 
 
-def stmt_detach(b: Builder) -> bool:
-    cands = tensors(b, lambda v: v.requires_grad)
+# Ops that return their argument itself (dropout in eval, .to() its own dtype, contiguous()
+# of a contiguous tensor) and an explicit copy (stmt_identity).
+IDENTITY_OPS = ("dropout_eval", "to_same", "contiguous", "clone")
+
+
+def stmt_identity(b: Builder) -> bool:
+    """An op that may return its argument as-is, then (1 in 2) a write into its result: the
+    result *is* the argument, so the write is the argument's (pytorch#195422; returned, a
+    write into the output is too: #115249). Or an explicit copy, which a pass may wrongly
+    take for a no-op beside a later write of the original (PR #185876)."""
+    cands = tensors(b, lambda v: not v.subclass)
     if not cands:
+        return False
+    v = b.pick(cands)
+    op = b.pick(IDENTITY_OPS)
+    if op == "contiguous" and (v.geom is None or not v.geom.is_contiguous()):
+        op = "clone"  # contiguous() of a strided tensor is a copy
+    if op == "dropout_eval" and not v.is_float:
+        op = "to_same"
+    if op == "clone":
+        val = fresh(b, v, v.shape, v.dtype, rg=v.requires_grad)
+        val = replace(val, geom=Geometry(v.shape, contiguous_strides(v.shape), 0))
+    else:  # the same tensor under a new name: its storage, family, autograd state
+        val = replace(v, name=b.fresh_name(), input_index=None, param=False)
+    bind(b, val, Stmt(op, (v.name,), (val.name,)))
+    event(f"identity: {op}")
+    if b.chance(2):
+        stmt_inplace(b, target=b.vals[val.name])
+    return True
+
+
+def stmt_data(b: Builder) -> bool:
+    """A write autograd does not see: `x.data.mul_(2)` of an argument or a parameter, or a
+    parameter's data replaced, `p.data = p.detach() * 2` (pytorch#197738, PR #194534). Not
+    where a saved tensor shares the memory: eager's backward would then read the new values
+    without a version check, which torch.compile need not reproduce."""
+    cands = tensors(
+        b,
+        lambda v: (
+            (v.input_index is not None or v.param)
+            and not v.subclass
+            and not v.overlapping
+            and v.family not in b.saved_families
+        ),
+    )
+    if not cands:
+        return False
+    v = b.pick(cands)
+    if v.param and b.chance(2):
+        storage = b.new_id()
+        geom = Geometry(v.shape, contiguous_strides(v.shape), 0)
+        b.vals[v.name] = replace(v, storage=storage, storage_numel=numel(v.shape), geom=geom)
+        b.body.append(Stmt("data_assign", (v.name,)))
+        event("data: a parameter's .data replaced")
+        return True
+    b.body.append(Stmt("data_mul_", (v.name,)))
+    event("data: a write through .data")
+    return True
+
+
+def stmt_detach(b: Builder, target: Val | None = None) -> bool:
+    cands = [target] if target is not None else tensors(b, lambda v: v.requires_grad)
+    if not cands or not cands[0].requires_grad:
         return False
     v = b.pick(cands)
     val = replace(
@@ -646,6 +706,8 @@ GROUPS = {
     "cast": stmt_cast,
     "view": stmt_view,
     "detach": stmt_detach,
+    "identity": stmt_identity,
+    "data": stmt_data,
     "inplace": stmt_inplace,
     "metadata": stmt_metadata,
     "grad_mode": stmt_grad_mode,

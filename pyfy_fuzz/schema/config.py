@@ -127,6 +127,14 @@ _KNOBS = (
         devices=("cuda",),
     ),
     ConfigKnob(
+        "memory_budget",
+        "compile",
+        ((_F + "activation_memory_budget", 0.5),),
+        "partitioner: the min-cut partitioner recomputes activations under a memory budget, "
+        "random ops among them (pytorch#190758); it partitions Inductor's and the AOT "
+        "front-end's joint graphs",
+    ),
+    ConfigKnob(
         "fallback_random",
         "compile",
         (("torch._inductor.config.fallback_random", True),),

@@ -31,12 +31,20 @@ def _set_alone(spec: ProgramSpec) -> bool:
     return False
 
 
+# Metadata mutations beside resize_ that meet a torch crash of their own ("expand: the
+# requested shape has too few dimensions!", unsqueeze_ then a write under inference_mode).
+_OTHER_METADATA = ("t_", "transpose_", "unsqueeze_", "squeeze_", "as_strided_", "set_")
+
 # feature -> (families that draw it, whether a spec has it, the path a compile of it reaches)
 FEATURES = {
     "set_": (["input_mutation"], lambda s: _set_alone(s) and s.plan.frontend == "aot", "storage"),
     "resize_": (
         ["input_mutation"],
-        lambda s: any(x.op == "resize_" for x in s.body) and s.plan.frontend == "aot",
+        lambda s: (
+            any(x.op == "resize_" for x in s.body)
+            and s.plan.frontend == "aot"
+            and not any(x.op in _OTHER_METADATA for x in s.body)
+        ),  # one torch crash each
         "metadata",
     ),
     # on Dynamo, which breaks the graph at them (Note [Regions] in pythonify)
