@@ -255,6 +255,67 @@ def to_strided(args):
     return tuple(out)
 
 
+def to_shared(args):
+    """share: the first two plain arguments of one shape and dtype that share memory with no
+    other become two views of one new storage with the first's values: distinct objects, the
+    same memory, each keeping its requires_grad and leafness."""
+    args = list(args)
+    ptrs = [a.untyped_storage().data_ptr() if type(a) is torch.Tensor else 0 for a in args]
+    free = [
+        i
+        for i, a in enumerate(args)
+        if type(a) is torch.Tensor and a.numel() >= 1 and ptrs.count(ptrs[i]) == 1
+    ]
+    pairs = [
+        (i, j)
+        for i in free
+        for j in free
+        if i < j and args[i].dtype == args[j].dtype and args[i].shape == args[j].shape
+    ]
+
+    def like(view, a):  # a leaf can share memory: detach() keeps the storage
+        if not a.requires_grad:
+            return view
+        leaf = view.detach().requires_grad_()
+        return leaf if a.is_leaf else leaf.view(a.shape)
+
+    if pairs:
+        i, j = pairs[0]
+        a = args[i]
+        store = a.detach().clone().reshape(-1)
+        args[i] = like(store.view(a.shape), a)
+        args[j] = like(store.view(a.shape), args[j])
+    return tuple(args)
+
+
+def to_shifted(args):
+    """shift: plain arguments that share memory become views of a copy of their storage one
+    element longer, every one but the first of each group one element further on (another
+    overlap than call 0's); a group with an argument requiring grad gets views of a leaf
+    requiring grad."""
+    args = list(args)
+    ptrs = [
+        a.untyped_storage().data_ptr() if type(a) is torch.Tensor and a.numel() >= 1 else 0
+        for a in args
+    ]
+    for ptr in sorted(set(ptrs) - {0}):
+        members = [k for k, p in enumerate(ptrs) if p == ptr]
+        if len(members) < 2:
+            continue
+        first = args[members[0]]
+        old = first.untyped_storage()
+        n = old.nbytes() // first.element_size()
+        store = torch.zeros(n + 1, dtype=first.dtype, device=first.device)
+        store[:n].copy_(torch.empty(0, dtype=first.dtype, device=first.device).set_(old))
+        if any(args[k].requires_grad for k in members):
+            store.requires_grad_()
+        for shift, k in enumerate(members):
+            a = args[k]
+            offset = a.storage_offset() + min(shift, 1)
+            args[k] = store.as_strided(a.shape, a.stride(), offset)
+    return tuple(args)
+
+
 def relate(args, variant):
     """Call 0's arguments (fresh ones of this call's seed) changed as `variant` says; an
     argument a relationship does not apply to stays as it is."""
@@ -265,6 +326,8 @@ def relate(args, variant):
         ("leaf", to_leaf),
         ("no_requires_grad", detached),
         ("strided", to_strided),
+        ("share", to_shared),
+        ("shift", to_shifted),
     ):
         if token in tokens:
             args = change(args)

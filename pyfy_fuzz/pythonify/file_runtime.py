@@ -37,6 +37,7 @@ _TENSOR_GUARDS: list[Any] = []
 _LEAF_GUARDS: list[tuple[int, str, bool]] = []
 _SAME_OBJECT: list[list[int]] = []
 _SHARED_STORAGE: list[list[int]] = []
+_ALIAS_LAYOUT: list[list[tuple[int, bool, int]]] = []
 _SIZE_SYMBOLS: dict[str, list[tuple[int, int | None]]] = {}
 _SYMBOL_RANGES: dict[str, tuple[int, int | None]] = {}
 
@@ -246,6 +247,7 @@ def _check_guards(flat):
         _remap(_SAME_OBJECT, tensor_idx),
         _remap(_SHARED_STORAGE, tensor_idx),
     )
+    _check_alias_layout(flat)
 
 
 def _check_size_symbols(flat):
@@ -268,6 +270,31 @@ def _check_size_symbols(flat):
 def _remap(groups, idx):
     pos = {i: n for n, i in enumerate(idx)}
     return [[pos[i] for i in g if i in pos] for g in groups]
+
+
+def _storage_offset(t):
+    try:
+        return t.storage_offset()
+    except (RuntimeError, NotImplementedError, TypeError):  # a subclass without one
+        return 0
+
+
+def _check_alias_layout(flat):
+    """Inputs that shared a storage lie in it as at compile time: the same ones views, the
+    same storage offsets relative to each other (Note [Aliased input layout])."""
+    for group in _ALIAS_LAYOUT:
+        offsets = [_storage_offset(flat[i]) for i, _, _ in group]
+        now = [
+            (i, flat[i]._base is not None, off - min(offsets))
+            for (i, _, _), off in zip(group, offsets, strict=True)
+        ]
+        if now != [tuple(g) for g in group]:
+            names = ", ".join(INPUT_SOURCES[i] for i, _, _ in group)
+            raise PythonifyGuardError(
+                f"{names} share a storage laid out otherwise than at compile time "
+                f"(view, relative offset): compiled {[g[1:] for g in group]}, "
+                f"called with {[n[1:] for n in now]}"
+            )
 
 
 def _check_aliasing(tensors, sources, same_object, shared_storage):
@@ -310,5 +337,7 @@ RUNTIME = (
     "_check_guards",
     "_check_size_symbols",
     "_remap",
+    "_storage_offset",
+    "_check_alias_layout",
     "_check_aliasing",
 )

@@ -138,6 +138,9 @@ _SIZE_SYMBOLS = {g.size_symbols!r}
 _SYMBOL_RANGES = {g.symbol_ranges!r}
 _SAME_OBJECT = {g.same_object!r}
 _SHARED_STORAGE = {g.shared_storage!r}
+# Per group of inputs sharing a storage: (index, was a view, storage offset less the group's
+# least), as at compile time (Note [Aliased input layout]).
+_ALIAS_LAYOUT = {g.alias_layout!r}
 _GRAD_ENABLED = {g.grad_enabled!r}
 # Dynamo's GLOBAL_STATE guard holds inference mode, its TENSOR_MATCH each input's dispatch
 # keys (an inference tensor has no autograd key): (index, source, was an inference tensor).

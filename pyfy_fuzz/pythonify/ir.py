@@ -144,6 +144,9 @@ class GuardNode:
     # Size symbols (Note [Size symbols] in capture/dynamo.py): symbol -> the (input index, dim)
     # pairs that carry it (dim None: a SymInt input); every size of a symbol must be equal.
     size_symbols: dict[str, list[tuple[int, int | None]]] = field(default_factory=dict)
+    # Per shared_storage group, each input's (index, was a view, storage offset less the
+    # group's least): Note [Aliased input layout] in pipeline.py.
+    alias_layout: list[list[tuple[int, bool, int]]] = field(default_factory=list)
     symbol_ranges: dict[str, tuple[int, int | None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -138,6 +138,7 @@ def _guards(cap: Capture) -> GuardNode:
                 f"a graph input of type {type(r.example).__name__}", r.source
             )
     node.same_object, node.shared_storage = _alias_groups(by_obj, by_storage)
+    node.alias_layout = [_layout(cap, group) for group in node.shared_storage]
     for i, r in enumerate(cap.inputs):
         dims: list[int | None] = list(r.dynamic_dims) if r.snapshot is not None else [None]
         for d, sym in zip(dims, r.symbols, strict=False):
@@ -152,6 +153,25 @@ def _guards(cap: Capture) -> GuardNode:
             a_st.setdefault(st, []).append(i)
     node.arg_same_object, node.arg_shared_storage = _alias_groups(a_obj, a_st)
     return node
+
+
+# Note [Aliased input layout]
+# Inputs that share a storage reach AOTAutograd's synthetic base (or its dedupe), which the
+# graph was traced for: the base is the views' `_base` (else the storage itself), and the
+# graph regenerates each input from it with the view metadata it saw. Dynamo guards what that
+# depends on through the inputs' `_base` (a guard on `a1._base.size()[0]`, measured on 2.13),
+# so a later call whose aliased inputs lie otherwise in their storage (one shifted by an
+# element, a view where call 0 passed the base itself) recompiles under torch.compile. The
+# file cannot recompile: it refuses such a call, checking per group which inputs are views
+# and their storage offsets relative to the group's least (`_check_alias_layout`). Relative,
+# so a call on fresh tensors laid out alike passes; stricter than Dynamo where only a size
+# differs, which is a refusal, never a wrong result.
+
+
+def _layout(cap: Capture, group: list[int]) -> list[tuple[int, bool, int]]:
+    snaps = [(i, cap.inputs[i].snapshot) for i in group]
+    least = min(s.storage_offset for _, s in snaps if s is not None)
+    return [(i, s.is_view, s.storage_offset - least) for i, s in snaps if s is not None]
 
 
 def _alias_groups(

@@ -184,3 +184,36 @@ def test_inductor_gradient_accumulation_nodes_match_torchs(tmp_path):
     for graph, metas in res.fx_meta.items():
         want = sorted(m.name for m in metas if m.is_gradient_acc)
         assert sorted(mod.GRADIENT_ACC_NODES.get(graph, [])) == want, graph
+
+
+def test_aliased_inputs_laid_out_otherwise_are_refused(tmp_path):
+    """Found by the guards oracle (issue 28's `shift` call): a base and its view compiled, then
+    two views of a longer storage, the second one element on. torch.compile recompiles (Dynamo
+    guards the views' `_base`); the file ran its synthetic base on them and wrote the wrong
+    elements. Note [Aliased input layout]: it refuses, and takes a fresh call laid out alike."""
+    import pytest
+
+    from pyfy_fuzz.pythonify import PythonifyGuardError, load, pythonify
+
+    def f(a0, a1):
+        a0.fill_(2)
+        with torch.no_grad():
+            a1.mul_(2)
+        return a1
+
+    def args():
+        a0 = torch.randn(2, 1, 4)
+        return a0, a0.view(1, 2, 1, 4)
+
+    res = pythonify(f, args(), tmp_path / "p.py")
+    mod = load(res.path, bind=f)
+    a0, a1 = args()
+    out = mod.call(a0, a1)  # (a new tensor, not a1 itself: as torch.compile returns it)
+    assert torch.equal(out, a1) and torch.equal(a0, torch.full((2, 1, 4), 4.0))
+    store = torch.zeros(9)
+    shifted = (
+        store.as_strided((2, 1, 4), (4, 4, 1), 0),
+        store.as_strided((1, 2, 1, 4), (8, 4, 4, 1), 1),
+    )
+    with pytest.raises(PythonifyGuardError, match="laid out otherwise"):
+        mod.call(*shifted)

@@ -59,6 +59,9 @@ class InputSnapshot:
     storages: frozenset[tuple[int, str]]
     is_leaf: bool = True  # for an input requiring grad: a leaf, or a node's output
     is_inference: bool = False  # made under inference_mode
+    # where it lies in its storage, and whether it is a view (Note [Aliased input layout])
+    storage_offset: int = 0
+    is_view: bool = False
 
 
 def snapshot(x: Any) -> InputSnapshot | None:
@@ -75,7 +78,16 @@ def snapshot(x: Any) -> InputSnapshot | None:
         storages=frozenset(_storage_keys(x)),
         is_leaf=bool(x.is_leaf),
         is_inference=bool(x.is_inference()),
+        storage_offset=_offset(x),
+        is_view=x._base is not None,
     )
+
+
+def _offset(x: torch.Tensor) -> int:
+    try:
+        return int(x.storage_offset())
+    except (RuntimeError, NotImplementedError, TypeError):  # a subclass without one
+        return 0
 
 
 def _storage_keys(t: torch.Tensor) -> list[tuple[int, str]]:
