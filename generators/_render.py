@@ -361,7 +361,7 @@ def _hook_expr(stmt: Stmt, target: str) -> str:
     """The hook a register_hook statement passes, in its HOOK_STYLES style (specs before the
     style was drawn have none: by name)."""
     name = HOOK_FUNCTIONS[int(stmt.args[1]) if len(stmt.args) > 1 else 0]  # type: ignore[call-overload]
-    style = str(stmt.args[2]) if len(stmt.args) > 2 else HOOK_STYLES[0]
+    style = HOOK_STYLES[int(stmt.args[2]) if len(stmt.args) > 2 else 0]  # type: ignore[call-overload]
     if style == "lambda":
         return f"lambda g: {name}(g)"
     if style == "closure":  # closes over the argument it is registered on

@@ -665,11 +665,11 @@ def stmt_hook(b: Builder) -> bool:
         b.body.append(Stmt("post_accumulate_hook", (v.name,)))
         event("hook: post-accumulate-grad on a leaf input")
         return True
-    style = b.pick(HOOK_STYLES) if on_input else HOOK_STYLES[0]
+    style = b.integer(0, len(HOOK_STYLES) - 1) if on_input else 0  # a constant, not a name
     b.body.append(Stmt("register_hook", (v.name, kind, style)))
     where = "an input" if v.input_index is not None else "an intermediate"
     event(f"hook: {'modifies the grad' if kind == 0 else 'logs'}, on {where}")
-    event(f"hook: written as {style}")
+    event(f"hook: written as {HOOK_STYLES[style]}")
     return True
 
 

@@ -755,18 +755,26 @@ def _variant_call(program: Program, target: Target, variant: str) -> CallObs:
     Dynamo compiled a new graph for it and the guard failures it gave."""
     graphs, reasons = _dynamo_graphs(), _guard_failures()
     obs, _ = observe_call(program, target, 0, variant)
+    failed = _guard_failures_since(reasons)
     return replace(
         obs,
         # what the call changes, as the oracles name it (a relationship that changes nothing
         # for this program is left out: generators' effective_variant)
         variant=effective_variant(program.spec, variant),
-        recompiled=_dynamo_graphs() > graphs,
-        recompile_reasons=_guard_failures_since(reasons),
+        # a new graph, or guards that failed: a recompile that raised before its graph
+        # existed is a recompile too (its error is not a reused graph's)
+        recompiled=_dynamo_graphs() > graphs or bool(failed),
+        recompile_reasons=failed,
     )
 
 
-def observe_subject(program: Program, target: Target, *, probes: bool = True) -> SubjectObs:
-    """Run the whole plan on `target`; see the module docstring."""
+def observe_subject(
+    program: Program, target: Target, *, probes: bool = True, later_calls: bool = True
+) -> SubjectObs:
+    """Run the whole plan on `target`; see the module docstring. `later_calls=False` skips
+    the variant call and the sequence: for a target without guards (aot_function compiles
+    once, at its first call that succeeds), where call 0 raised, a later call would compile
+    the graph that the probes after it then run on with call 0's kind of inputs."""
     plan = program.plan
     calls: list[CallObs] = []
     live: list[list[Any]] = []
@@ -781,7 +789,7 @@ def observe_subject(program: Program, target: Target, *, probes: bool = True) ->
     del live
     variant = None
     sequence: list[CallObs] = []
-    if plan.variant is not None:  # before the probes, which may change module state
+    if plan.variant is not None and later_calls:  # before the probes (module state)
         variant = _variant_call(program, target, plan.variant)
         sequence = [_variant_call(program, target, v) for v in plan.sequence]
     mutation: list[ProbeObs] | ExcObs | None = None

@@ -308,7 +308,8 @@ def _compiled_subjects(
     clock.lap("compile_s")
     clock.phase("torch.compile")
     before = CacheCounts.now()
-    compiled = observe_subject(program, torch_compile_target(once))
+    guarded = program.plan.frontend != "aot"  # aot_function has no guards to recompile
+    compiled = observe_subject(program, torch_compile_target(once), later_calls=guarded)
     cold = CacheCounts.now().since(before)
     clock.lap("compiled_run_s")
     warm, how = _warm(program, backend, cold, clock)
@@ -324,10 +325,6 @@ def _compiled_subjects(
         clock.phase("eager-fp64")
         ref64 = observe_subject(reference, _fp64_target(reference), probes=False)
     clock.lap("eager_s")
-    if program.plan.frontend == "aot":  # aot_function has no guards to recompile
-        compiled = replace(compiled, variant=None, sequence=[])
-        warm = replace(warm, variant=None, sequence=[]) if warm is not None else None
-        capture = replace(capture, variant=None, sequence=[]) if capture is not None else None
     return _Subjects(
         once, compiled, pythonified, file_mod, reference, eager, live is not None, ref64,
         warm=warm, served=how, capture=capture,
@@ -356,7 +353,7 @@ def _file_subjects(
     modelled = capture_target(once)
     if pythonified is not None and pythonified.setup_error is None and modelled is not None:
         clock.phase("capture")  # torch's own compiled callable, the file's reference
-        capture = observe_subject(program, modelled)
+        capture = observe_subject(program, modelled, later_calls=program.plan.frontend != "aot")
         clock.lap("capture_run_s")
     return pythonified, file_mod, capture
 
@@ -372,7 +369,9 @@ def _warm(
         return None, "bypass" if cold.bypass else "unsaved"
     clock.phase(WARM)
     before = CacheCounts.now()
-    obs = observe_subject(program, warm_target(program, backend))
+    obs = observe_subject(
+        program, warm_target(program, backend), later_calls=program.plan.frontend != "aot"
+    )
     how = served(CacheCounts.now().since(before))
     clock.lap("warm_run_s")
     return (obs if how in ("hit", "partial") else None), how

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from pyfy_fuzz.observe import ExcObs, Target, _aliasing, named_inputs, observe_subject
@@ -128,3 +130,54 @@ def test_a_dynamo_error_raised_from_none_is_the_users_error() -> None:
         compiled = ExcObs.of(e, "call")
     assert compiled.is_a(eager)
     assert not eager.is_a(compiled)
+
+
+def _recompile_fails(calls: list[int]) -> Any:
+    """A backend whose first compile works and whose every later one raises."""
+
+    def backend(gm: Any, example_inputs: Any) -> Any:
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("the recompile fails")
+        return gm.forward
+
+    return backend
+
+
+def test_a_recompile_that_raises_before_its_graph_exists_is_a_recompile() -> None:
+    """Found by triage (issue 28): a later call whose guards failed and whose recompile raised
+    counted as no recompile (no new graph), so its error was read as a reused graph's
+    (REUSED_ALIASING) and named the wrong bug. Failed guards say it recompiled."""
+    import torch._dynamo
+
+    from generators import materialize
+    from generators._spec import CallPlan
+
+    s = spec(
+        [("sin", ("a0",), ("v0",))], ["v0"], grad="none", plan=CallPlan(calls=1, variant="shape")
+    )
+    program = materialize(s)
+    torch._dynamo.reset()
+    compiled = torch.compile(program.make_fn(), backend=_recompile_fails([]), dynamic=False)
+    obs = observe_subject(program, Target("torch.compile", compiled), probes=False)
+    assert obs.variant is not None and obs.variant.raised is not None
+    assert obs.variant.recompiled and obs.variant.recompile_reasons
+
+
+def test_a_target_without_guards_runs_no_later_call() -> None:
+    """Found by triage (issue 28): aot_function compiles once, at its first call that works;
+    where call 0 raised, the variant call compiled the graph the probes then ran on with call
+    0's kind of inputs (two entries of ours). `later_calls=False` runs none."""
+    from generators import materialize
+    from generators._spec import CallPlan
+
+    s = spec([("sin", ("a0",), ("v0",))], ["v0"], plan=CallPlan(calls=1, variant="shape"))
+    program = materialize(s)
+    seen: list[tuple[int, ...]] = []
+
+    def fn(*args: Any) -> Any:
+        seen.append(tuple(args[0].shape))
+        return program.make_fn()(*args)
+
+    obs = observe_subject(program, Target("torch.compile", fn), probes=False, later_calls=False)
+    assert obs.variant is None and obs.sequence == [] and seen == [(3,)]

@@ -141,3 +141,29 @@ def test_changes_that_cancel_out_are_no_mutation_to_torch_compile() -> None:
     ev = evidence(s, compiled_wrap=lambda fn: fn, pythonified_wrap=unbumped)
     (f,) = _versions(oracles.check_all(ev))
     assert f.subject == "pythonify"
+
+
+# a write through .data of a0, which eager does not count (autograd's to ignore)
+DATA_WRITE = spec([("data_mul_", ("a0",), ()), ("sin", ("a0",), ("v0",))], ["v0"], grad="none")
+
+
+@pytest.mark.parametrize("shape", [(3,), (0,)], ids=["elements", "empty"])
+def test_a_bump_where_eager_wrote_through_data_is_one_verdict_at_every_shape(shape: Any) -> None:
+    """Found by triage (issue 28): a `.data` write eager does not count, which torch.compile
+    counts (pytorch#139152), was dropped for an input with elements (eager changed it
+    without a bump: eager's quirk, Note [Version counters]) and reported for an empty one,
+    where no write shows. One verdict: not reported at either shape."""
+
+    def counted(fn: Any) -> Any:
+        def call(a0: torch.Tensor) -> Any:
+            out = fn(a0)
+            torch.autograd.graph.increment_version(a0)
+            return out
+
+        return call
+
+    s = replace(DATA_WRITE, roots=(replace(DATA_WRITE.roots[0], shape=shape),))
+    ev = evidence(s, compiled_wrap=counted)
+    assert ev.eager.calls[0].versions_moved == ()
+    assert ev.compiled.calls[0].versions_moved == ("a0",)
+    assert _versions(oracles.check_all(ev)) == []
