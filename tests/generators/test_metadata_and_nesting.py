@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, Phase, find, settings
+from hypothesis.errors import NoSuchExample
 
 from generators import materialize, programs
 from generators._spec import ProgramSpec
@@ -14,7 +15,7 @@ from pyfy_fuzz.runner import run_case
 
 SETTINGS = settings(
     database=None,
-    max_examples=3000,
+    max_examples=10000,  # resize_ on AOT alone is rare: 3000 missed it in some processes
     derandomize=True,
     phases=[Phase.generate],
     suppress_health_check=list(HealthCheck),
@@ -65,17 +66,23 @@ FEATURES = {
 def test_each_is_generated_runs_in_eager_and_reaches_its_path(feature: str) -> None:
     families, has, path = FEATURES[feature]
 
+    refused: list[str] = []
+
     def runs(spec: ProgramSpec) -> bool:
         if not has(spec):
             return False
         program = materialize(spec)
         try:
             program.module.drive(program.make_fn(), program.make_inputs(0))
-        except RuntimeError:
+        except RuntimeError as exc:
+            refused.append(str(exc).splitlines()[0][:160])
             return False  # eager refuses it: the campaign discards such programs
         return True
 
-    spec = find(programs(families), runs, settings=SETTINGS)
+    try:
+        spec = find(programs(families), runs, settings=SETTINGS)
+    except NoSuchExample:
+        pytest.fail(f"none drawn ran in eager; what eager raised: {refused[-3:]}")
     result = run_case(spec)
     assert result.status == "ok", result
     assert any(p.endswith(path) for p in result.wrapper_paths), result.wrapper_paths
