@@ -953,6 +953,8 @@ class Campaign:
             sig, kind, path = item
             if kind == "hang":
                 continue  # it would run until the timeout: the worker's death is its check
+            if not path.is_dir():
+                continue  # superseded or merged into another entry since it was queued
             left = self._until() - time.monotonic()
             if self._repro_stop.is_set() or left < REPRO_MIN_S:
                 self.corpus.annotate(sig, {"repro": repro_not_run("the campaign ended first")})

@@ -294,7 +294,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "guard_aliasing_missing",
         "guards",
-        ("input_mutation", "output_aliasing", "synthetic_base"),
+        ("later_aliasing", "input_mutation", "output_aliasing", "synthetic_base"),
         "no guard on which inputs alias each other (the file runs a graph compiled for "
         "aliased inputs on distinct ones, and the reverse)",
         source=(Edit(r"^(\s+)_check_aliasing\(", r"\1(lambda *_: None)("),),  # both checks

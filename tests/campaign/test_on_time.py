@@ -99,3 +99,28 @@ def test_a_campaign_ends_on_time_though_its_cases_and_repro_checks_would_run_on(
         assert e.case["repro"]["verdict"] == NOT_RUN, e.case["repro"]
     assert opened.entries[interrupted["signature"]].case["shrink"]["interrupted"]
     assert not [p.name for p in corpus.iterdir() if p.name.startswith((".tmp-", ".old-", ".lock"))]
+
+
+def test_a_repro_check_skips_an_entry_gone_since_it_was_queued(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry superseded or merged between being saved and its repro's turn (the 11-27 CI
+    selftest's compile-divergence.versions entry) is no longer there to run: the check moves
+    on to the next rather than the thread dying on FileNotFoundError."""
+    import pyfy_fuzz.repro as repro_module
+
+    c = Campaign(CampaignConfig(budget_s=60, corpus=tmp_path / "corpus", progress="quiet"))
+    checked: list[Path] = []
+
+    def fake_check(path: Path, **kw: Any) -> tuple[int, str]:
+        checked.append(path)
+        return 1, ""
+
+    monkeypatch.setattr(repro_module, "check_repro", fake_check)
+    here = tmp_path / "corpus" / "here"
+    here.mkdir(parents=True)
+    c._repro_checks.put(("sig-gone", "crash", tmp_path / "corpus" / "gone"))
+    c._repro_checks.put(("sig-here", "crash", here))
+    c._repro_checks.put(None)
+    c._check_repros()
+    assert checked == [here]
