@@ -28,7 +28,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the installed torch
     raise ImportError(
         f"pyfy_fuzz.pythonify needs torch's AOTAutograd internals (torch {torch.__version__}): "
-        f"{exc}. Supported: torch 2.11-2.14."
+        f"{exc}. Supported: torch 2.11-2.15."
     ) from exc
 
 TORCH_VERSION = torch.__version__
@@ -40,6 +40,43 @@ _OPAQUE_META: type | None = getattr(schemas, "OpaqueMeta", None)
 
 def is_opaque_meta(meta: Any) -> bool:
     return _OPAQUE_META is not None and isinstance(meta, _OPAQUE_META)
+
+
+# Note [Subclass leaves across releases]: torch 2.15 flattens a dynamic subclass further. An
+# inner plain tensor of a subclass carries its own symbolic sizes and strides as flat leaves
+# after it (PlainTensorMeta.size_symbol_placeholders / stride_symbol_placeholders, and its
+# arg_count), and a rebuilt subclass may take its outer size or stride from an inner tensor
+# (SubclassCreationMeta.outer_size_from_attr / outer_stride_from_attr). Torch 2.11-2.14 have
+# neither field: no extra leaves, sizes from the leaves. A torch that has the fields in another
+# shape fails here by name.
+def plain_symbol_placeholders(meta: Any) -> tuple[tuple[bool, ...], tuple[bool, ...]]:
+    """(size, stride) per-dim flags of a PlainTensorMeta's symbolic leaves; () before 2.15."""
+    out = []
+    for name in ("size_symbol_placeholders", "stride_symbol_placeholders"):
+        flags = getattr(meta, name, ())
+        if not isinstance(flags, tuple | list) or not all(isinstance(f, bool) for f in flags):
+            raise PythonifyUnsupported(
+                f"torch {TORCH_VERSION}",
+                f"PlainTensorMeta.{name} is {flags!r}, not per-dim flags; its internals "
+                "changed (AOTDispatchSubclassWrapper). Update pyfy_fuzz/pythonify/_compat.py.",
+            )
+        out.append(tuple(flags))
+    return out[0], out[1]
+
+
+def outer_from_attr(meta: Any) -> tuple[str | None, str | None]:
+    """SubclassCreationMeta's (outer_size_from_attr, outer_stride_from_attr); None before 2.15."""
+    out = []
+    for name in ("outer_size_from_attr", "outer_stride_from_attr"):
+        attr = getattr(meta, name, None)
+        if attr is not None and not isinstance(attr, str):
+            raise PythonifyUnsupported(
+                f"torch {TORCH_VERSION}",
+                f"SubclassCreationMeta.{name} is {attr!r}, not an attribute name; its "
+                "internals changed (AOTDispatchSubclassWrapper). Update _compat.py.",
+            )
+        out.append(attr)
+    return out[0], out[1]
 
 
 # Fields read from ViewAndMutationMeta, whichever wrapper reads them. Each wrapper's own fields
@@ -136,6 +173,8 @@ __all__ = [
     "autograd_dispatch_class",
     "check_fields",
     "is_opaque_meta",
+    "outer_from_attr",
+    "plain_symbol_placeholders",
     "rw",
     "schemas",
     "wrapper_classes",

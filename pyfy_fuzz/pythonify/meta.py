@@ -84,6 +84,16 @@ class PlainMeta:
 
     unwrapped_idx: int  # position in the flat list of inner tensors
     memory_format: MemoryFormat | None = None  # tangents only: the layout the graph expects
+    # Per dim, whether the size (stride) is symbolic and travels as a flat leaf after the
+    # tensor: only an inner tensor of a subclass, only on torch 2.15+ (Note [Flat positions of
+    # subclass leaves]); () elsewhere.
+    size_symbols: tuple[bool, ...] = ()
+    stride_symbols: tuple[bool, ...] = ()
+
+    @property
+    def arg_count(self) -> int:
+        """Flat leaves this tensor becomes: itself and its symbolic sizes and strides."""
+        return 1 + sum(self.size_symbols) + sum(self.stride_symbols)
 
 
 @dataclass(frozen=True)
@@ -107,12 +117,20 @@ class SubclassMeta:
     arg_count: int  # flat leaves this subclass becomes (inner tensors + symbolic sizes)
     included_subclass_symints: bool  # symbolic outer sizes travel as extra flat leaves
     memory_format: MemoryFormat | None = None  # tangents only
+    # The inner tensor whose size (stride) the rebuilt outer tensor takes instead of the flat
+    # symbolic leaves, which are still consumed (torch 2.15+; None: from the leaves).
+    size_from_attr: str | None = None
+    stride_from_attr: str | None = None
 
     def __post_init__(self) -> None:
         if ":" not in self.type_path:
             raise ValueError(f"type_path must be 'module:QualName', got {self.type_path!r}")
         if len(self.outer_size) != len(self.outer_stride):
             raise ValueError("outer_size and outer_stride must have one entry per dim")
+        names = {a for a, _ in self.attrs}
+        for attr in (self.size_from_attr, self.stride_from_attr):
+            if attr is not None and attr not in names:
+                raise ValueError(f"{attr!r} is not an inner tensor of {self.type_path}")
 
 
 TensorMetaRecord = PlainMeta | SubclassMeta

@@ -200,9 +200,16 @@ def _ctx_repr(ctx: Any) -> str:
 
 def tensor_meta(m: Any) -> TensorMetaRecord:
     if isinstance(m, C.PlainTensorMeta):
-        return PlainMeta(m.unwrapped_idx, memory_format(getattr(m, "memory_format", None)))
+        sizes, strides = C.plain_symbol_placeholders(m)
+        return PlainMeta(
+            m.unwrapped_idx,
+            memory_format(getattr(m, "memory_format", None)),
+            size_symbols=sizes,
+            stride_symbols=strides,
+        )
     if isinstance(m, C.SubclassCreationMeta):
         cls = m.original_subclass_type or type(m.original_subclass)
+        size_from, stride_from = C.outer_from_attr(m)
         attrs: list[tuple[str, PlainMeta | SubclassMeta | OpaqueLeaf]] = []
         for name, am in m.attrs.items():
             if C.is_opaque_meta(am):
@@ -218,6 +225,8 @@ def tensor_meta(m: Any) -> TensorMetaRecord:
             arg_count=int(m.arg_count),
             included_subclass_symints=bool(m.included_subclass_symints),
             memory_format=memory_format(getattr(m, "memory_format", None)),
+            size_from_attr=size_from,
+            stride_from_attr=stride_from,
         )
     raise PythonifyUnsupported(f"subclass meta {type(m).__name__}")
 

@@ -9,8 +9,11 @@ Note [Flat positions of subclass leaves]
 ----------------------------------------
 A plain output names its position in the flat list (`PlainMeta.unwrapped_idx`); a subclass
 consumes the next `arg_count` leaves in order: its inner tensors, then one leaf per symbolic
-outer size, then one per symbolic outer stride. The emitted wrap code keeps one cursor for both,
-as torch does. In training, the trailing `num_fw_outs_saved_for_bw` outputs are activations:
+outer size, then one per symbolic outer stride. On torch 2.15+ an inner plain tensor is itself
+followed by its own symbolic sizes and strides (`PlainMeta.size_symbols`), and a rebuilt
+subclass may take its outer size or stride from an inner tensor rather than from the leaves
+(`SubclassMeta.size_from_attr`; Note [Subclass leaves across releases] in _compat.py). The
+emitted wrap code keeps one cursor for both, as torch does. In training, the trailing `num_fw_outs_saved_for_bw` outputs are activations:
 they stay dense and pass through after the rebuilt user outputs.
 
 The helpers for rebuilding subclasses (`emit_wrap_list`) and for a tangent's expected type and
@@ -22,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+import torch
 
 from .. import records as R
 from ..errors import PythonifyUnsupported
@@ -117,6 +122,11 @@ def _emit_unwrap(e: Emitter, meta: SubclassMeta, var: str, dst: str) -> None:
             _emit_unwrap(e, am, inner, dst)
         else:
             e.emit(f"{dst}.append({_attr(var, attr)})")
+            if isinstance(am, PlainMeta):
+                for what, flags in (("size", am.size_symbols), ("stride", am.stride_symbols)):
+                    for i, symbolic in enumerate(flags):
+                        if symbolic:
+                            e.emit(f"{dst}.append({_attr(var, attr)}.{what}()[{i}])")
     for i, s in enumerate(meta.outer_size):
         if s is None:
             e.emit(f"{dst}.append({var}.size()[{i}])")
@@ -125,27 +135,58 @@ def _emit_unwrap(e: Emitter, meta: SubclassMeta, var: str, dst: str) -> None:
             e.emit(f"{dst}.append({var}.stride()[{i}])")
 
 
-def _emit_wrap(e: Emitter, meta: SubclassMeta, src: str, cursor: list[int]) -> str:
-    entries = []
+class _Leaves:
+    """Where each flat leaf a wrap reads lies, slot by slot in the metas' order.
+
+    Fixed (every slot required, as on torch <= 2.14, or 2.15 without symbolic inner sizes): the
+    k-th slot is `src[k]`. Optional (Note [Optional symbolic leaves]): `src[_at[k]]`, where
+    `_at = _wrapped_leaves(...)` is computed when the file runs."""
+
+    def __init__(self, src: str, optional: bool) -> None:
+        self.src, self.optional = src, optional
+        self.slots: list[str] = []  # "r" required, "o" optional
+
+    def take(self) -> str:
+        self.slots.append("r")
+        k = len(self.slots) - 1
+        return f"{self.src}[_at[{k}]]" if self.optional else f"{self.src}[{k}]"
+
+    def skip_optional(self, n: int) -> None:
+        if n and not self.optional:
+            raise AssertionError("an optional leaf in a fixed layout")
+        self.slots += ["o"] * n
+
+
+def _has_optional(m: TensorMetaRecord | OpaqueLeaf) -> bool:
+    if isinstance(m, PlainMeta):
+        return m.arg_count > 1
+    if isinstance(m, SubclassMeta):
+        symbolic = None in m.outer_size or None in m.outer_stride
+        from_attr = m.size_from_attr is not None or m.stride_from_attr is not None
+        return (symbolic and from_attr) or any(_has_optional(a) for _, a in m.attrs)
+    return False
+
+
+def _emit_wrap(e: Emitter, meta: SubclassMeta, leaves: _Leaves) -> str:
+    inner: dict[str, str] = {}
     for attr, am in meta.attrs:
         if isinstance(am, SubclassMeta):
-            entries.append(f"{attr!r}: {_emit_wrap(e, am, src, cursor)}")
+            inner[attr] = _emit_wrap(e, am, leaves)
         else:
-            entries.append(f"{attr!r}: {src}[{cursor[0]}]")
-            cursor[0] += 1
+            inner[attr] = leaves.take()
+            if isinstance(am, PlainMeta):
+                leaves.skip_optional(am.arg_count - 1)
+    entries = [f"{attr!r}: {expr}" for attr, expr in inner.items()]
 
-    def dims(vals: tuple[int | None, ...]) -> str:
-        parts = []
-        for v in vals:
-            if v is None:
-                parts.append(f"{src}[{cursor[0]}]")
-                cursor[0] += 1
-            else:
-                parts.append(repr(v))
+    def dims(vals: tuple[int | None, ...], from_attr: str | None, what: str) -> str:
+        if from_attr is not None:  # the leaves become optional; the value is the inner's
+            leaves.skip_optional(sum(v is None for v in vals))
+            return f"{inner[from_attr]}.{what}()"
+        parts = [leaves.take() if v is None else repr(v) for v in vals]
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
-    size = dims(meta.outer_size)
-    stride = dims(meta.outer_stride)
+    size = dims(meta.outer_size, meta.size_from_attr, "size")
+    stride = dims(meta.outer_stride, meta.stride_from_attr, "stride")
     out = e.fresh("_wrapped")
     e.emit(
         f"{out} = {type_var(meta.type_path)}.__tensor_unflatten__("
@@ -154,23 +195,89 @@ def _emit_wrap(e: Emitter, meta: SubclassMeta, src: str, cursor: list[int]) -> s
     return out
 
 
-def emit_wrap_list(e: Emitter, metas: list[TensorMetaRecord], src: str) -> tuple[list[str], int]:
-    """Mirror of wrap_tensor_subclasses: plain outputs by index, subclasses consume in order.
+def emit_wrap_list(
+    e: Emitter, metas: list[TensorMetaRecord], src: str, saved: int = 0
+) -> tuple[list[str], str]:
+    """Mirror of torch's output wrapping (wrap_tensor_subclasses; 2.15's codegen'd
+    `_emit_output_wrapping`): plain outputs and subclasses consume the flat leaves in order;
+    the last `saved` leaves of `src` are not wrapped (activations).
 
-    Returns the expressions of the rebuilt values and how many flat leaves they used.
-    """
-    cursor = [0]
-    exprs: list[str] = []
-    tallied = 0
+    Returns the expressions of the rebuilt values and, as source, the index of the first leaf
+    they did not use."""
+    if not any(_has_optional(m) for m in metas):
+        cursor = [0]
+        exprs: list[str] = []
+        tallied = 0
+        fixed = _Leaves(src, optional=False)
+        for m in metas:
+            if isinstance(m, PlainMeta):
+                exprs.append(f"{src}[{m.unwrapped_idx}]")
+                cursor[0] = max(cursor[0], m.unwrapped_idx + 1)
+                tallied += 1
+            else:
+                fixed.slots = ["r"] * cursor[0]
+                exprs.append(_emit_wrap(e, m, fixed))
+                cursor[0] = len(fixed.slots)
+                tallied += m.arg_count
+        return exprs, str(tallied)
+    n = f"len({src}) - {saved}" if saved else f"len({src})"
+    e.emit(f"_at = _wrapped_leaves({src}, {n}, {_slots(metas, src)!r})")
+    leaves = _Leaves(src, optional=True)
+    exprs = []
     for m in metas:
         if isinstance(m, PlainMeta):
-            exprs.append(f"{src}[{m.unwrapped_idx}]")
-            cursor[0] = max(cursor[0], m.unwrapped_idx + 1)
-            tallied += 1
+            exprs.append(leaves.take())
+            leaves.skip_optional(m.arg_count - 1)
         else:
-            exprs.append(_emit_wrap(e, m, src, cursor))
-            tallied += m.arg_count
-    return exprs, tallied
+            exprs.append(_emit_wrap(e, m, leaves))
+    return exprs, n
+
+
+def _slots(metas: list[TensorMetaRecord], src: str) -> str:
+    """The layout `emit_wrap_list` reads ("r" required, "o" optional per leaf), by walking the
+    metas as it does, into a scratch emitter."""
+    leaves = _Leaves(src, optional=True)
+    for m in metas:
+        if isinstance(m, PlainMeta):
+            leaves.take()
+            leaves.skip_optional(m.arg_count - 1)
+        else:
+            _emit_wrap(Emitter(), m, leaves)
+    return "".join(leaves.slots)
+
+
+# Note [Optional symbolic leaves]
+# -------------------------------
+# torch 2.15 lets a graph leave out symbolic sizes it does not need: an inner plain tensor's
+# own sizes and strides, and an outer size read from an inner tensor (`size_from_attr`), are
+# *optional* leaves. Its codegen'd wrapper (subclass_codegen._emit_output_wrapping) decides,
+# left to right, whether each optional slot is present: it is when the leaves left still fit
+# what the later slots need and the value there is an int or SymInt. `_wrapped_leaves` makes
+# the same decisions when the file runs, from the layout the metas give.
+def _wrapped_leaves(outs, n_wrapped, slots):
+    """The flat position of each slot of `slots` ("r" required, "o" optional) among the first
+    `n_wrapped` of `outs`; None for an optional slot the graph did not output."""
+    lo, hi = slots.count("r"), len(slots)
+    if not lo <= n_wrapped <= hi:
+        raise AssertionError(f"expected between {lo} and {hi} wrapped outputs, got {n_wrapped}")
+    at, idx = [], 0
+    for slot in slots:
+        left = n_wrapped - idx
+        if slot == "r":
+            at.append(idx)
+            idx, lo, hi = idx + 1, lo - 1, hi - 1
+            continue
+        take = lo <= left - 1 <= hi - 1 and isinstance(outs[idx], (int, torch.SymInt))
+        if not take and not lo <= left <= hi - 1:
+            raise AssertionError("could not match output layout with optional SymInt outputs")
+        at.append(idx if take else None)
+        idx, hi = idx + take, hi - 1
+    if idx != n_wrapped:
+        raise AssertionError(f"wrapped {idx} outputs, expected {n_wrapped}")
+    return at
+
+
+RUNTIME = ("_wrapped_leaves",)
 
 
 def memory_format_expr(m: TensorMetaRecord) -> str:
@@ -209,7 +316,7 @@ def emit(node: AOTDispatchSubclassWrapperNode, ctx: EmitContext) -> str:
         _emit_unwrap(e, m, var, "unwrapped")
     e.emit(f"unwrapped.extend(args[{len(node.inp_metas)}:])")
     e.emit(f"outs = {ctx.inner}(unwrapped)")
-    exprs, tallied = emit_wrap_list(e, node.out_metas, "outs")
+    exprs, tallied = emit_wrap_list(e, node.out_metas, "outs", node.num_fw_outs_saved_for_bw or 0)
     result = "[" + ", ".join(exprs) + "]"
     if node.num_fw_outs_saved_for_bw is not None:
         e.emit(f"return {result} + list(outs[{tallied}:])")
