@@ -260,7 +260,8 @@ def _wrapped_leaves(outs, n_wrapped, slots):
     lo, hi = slots.count("r"), len(slots)
     if not lo <= n_wrapped <= hi:
         raise AssertionError(f"expected between {lo} and {hi} wrapped outputs, got {n_wrapped}")
-    at, idx = [], 0
+    at: list[int | None] = []
+    idx = 0
     for slot in slots:
         left = n_wrapped - idx
         if slot == "r":
