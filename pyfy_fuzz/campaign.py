@@ -41,10 +41,11 @@ from . import __version__
 from .atomic import atomic_write
 from .corpus import Corpus, environment, now_iso
 from .coverage_data import combine_coverage
-from .entry import derived_fields, entry_files
+from .entry import derived_fields, entry_files, readme_of
 from .limits import memory_limit
 from .pool import Event, Pool
 from .progress import make_progress
+from .releases import records_of, releases_line
 from .schema.case import BUG_IN, OPTIONAL_FIELDS, BugIn, CaseRecord
 from .schema.case import FORMAT as CASE_FORMAT
 from .schema.finding import PHASE_SUBJECT
@@ -971,6 +972,20 @@ class Campaign:
             record = repro_record(path, code, tail, kind)
             self._repro_verdicts[sig] = record["verdict"]
             self.corpus.annotate(sig, {"repro": record})
+            self._refresh_readme(sig)
+
+    def _releases(self, sig: str, path: Path | None) -> str:
+        entry = self.corpus.entries.get(sig)
+        if entry is None or entry.path != path:
+            return ""
+        return releases_line(records_of(entry.case), str(entry.case.get("device") or "cpu"))
+
+    def _refresh_readme(self, sig: str) -> None:
+        """README.md says which releases reproduce the entry: its repro check is the first
+        (Note [Which releases have a bug] in releases.py)."""
+        entry = self.corpus.entries.get(sig)
+        if entry is not None and entry.path.is_dir():
+            self.corpus.refresh(sig, {"README.md": readme_of(entry.path, entry.case)})
 
     def _flush_counts(self) -> None:
         for sig, n in self.stats.known_seen.items():
@@ -1017,6 +1032,8 @@ class Campaign:
                     # the saved repro.py run on its own: reproduces | passes | error |
                     # timeout | interpreter died; None: not checked within the budget
                     "repro": self._repro_verdicts.get(sig),
+                    # the same, as a release ("reproduces on 2.15.0"; releases.py)
+                    "releases": self._releases(sig, n.path),
                 }
                 for sig, n in sorted(st.new.items())
             ],

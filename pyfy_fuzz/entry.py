@@ -7,6 +7,7 @@ torch-free: the campaign process writes entries without importing the subjects.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from generators import render, spec_from_dict
@@ -15,6 +16,7 @@ from oracles.identity import difference_of, severity_of, title_of
 from oracles.upstream import known_upstream
 from pyfy_fuzz.schema.config import call_context
 
+from .releases import fixed_in, records_of, releases_line
 from .repro import render_repro, title
 from .schema.difference import Difference, reference_of
 
@@ -22,6 +24,7 @@ __all__ = [
     "derived_fields",
     "entry_files",
     "readme",
+    "readme_of",
 ]
 
 _WHO = {
@@ -103,6 +106,17 @@ def readme(case: dict[str, Any], *, has_pythonified: bool, repro: str | None = N
     lines += ["## Versions", "", *_versions(case), ""]
     lines += ["## pyfy-fuzz details", "", *_details(case, has_pythonified), ""]
     return "\n".join(lines)
+
+
+def readme_of(entry_dir: Path, case: dict[str, Any]) -> str:
+    """README.md anew for an entry on disk whose case.json changed (a repro check, a release
+    record), around the repro.py it has."""
+    repro = entry_dir / "repro.py"
+    return readme(
+        case,
+        has_pythonified=(entry_dir / "pythonified.py").is_file(),
+        repro=repro.read_text() if repro.is_file() else None,
+    )
 
 
 def _title(case: dict[str, Any]) -> str:
@@ -203,8 +217,16 @@ def _setup(case: dict[str, Any], repro: str) -> list[str]:
 
 
 def _versions(case: dict[str, Any]) -> list[str]:
-    lines = [
-        f"- torch: {case.get('torch') or 'not recorded'}",
+    device = str(case.get("device") or "cpu")
+    lines = [f"- torch: {case.get('torch') or 'not recorded'} (found on {device})"]
+    records = records_of(case)
+    if records:  # Note [Which releases have a bug] in releases.py
+        latest = max(r.checked for r in records)[:10]
+        lines.append(
+            f"- Releases: **{releases_line(records, device)}** (repro.py run under each torch; "
+            f"latest run {latest}; `pyfy-fuzz versions` adds releases)"
+        )
+    lines += [
         f"- Python: {case.get('python') or 'not recorded'}",
         f"- OS: {case.get('os') or 'not recorded'}",
     ]
@@ -236,6 +258,12 @@ def _details(case: dict[str, Any], has_pythonified: bool) -> list[str]:
         if case.get("expected") == "fail"
         else "must pass once fixed: `pyfy-fuzz replay` fails while it still reproduces"
     )
+    fixed = fixed_in(records_of(case))
+    if fixed and case.get("expected") == "fail":
+        status = (
+            f"fixed upstream in {', '.join(fixed)} (`pyfy-fuzz replay` under it says "
+            "fixed-upstream); a regression test, known failure, on the older releases"
+        )
     lines = [
         f"- Signature: `{case.get('signature')}`: **{case.get('kind')}** found by the "
         f"**{case.get('oracle')}** oracle in **{case.get('subject')}**, "

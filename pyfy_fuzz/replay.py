@@ -34,7 +34,9 @@ from generators import spec_from_dict
 from oracles.identity import difference_of
 
 from .corpus import CASE, Corpus, Entry, Problem
+from .entry import readme_of
 from .pool import Pool
+from .releases import fixed_in, records_of, release_of
 from .schema.messages import Died, Done, Serve
 from .worker import WorkerConfig
 
@@ -146,6 +148,20 @@ def _matches(case: dict[str, Any], result: Done | Died) -> tuple[bool | None, st
     return False, f"not reproduced ({others})"
 
 
+def _recorded(case: dict[str, Any]) -> str:
+    """What the entry's release records say of this torch (Note [Which releases have a bug]):
+    a fix they already saw, or that they saw the bug here (the replay disagrees with them)."""
+    import torch
+
+    here = release_of(torch.__version__)
+    records = records_of(case)
+    if here in fixed_in(records):
+        return f"; recorded: fixed in {here}"
+    if any(r.release == here and r.verdict == "reproduces" for r in records):
+        return f"; but its repro.py was recorded reproducing on {here}"
+    return ""
+
+
 def _verdict(expected: str, reproduced: bool | None) -> str:
     if reproduced is None:
         return "error"
@@ -186,6 +202,8 @@ def replay(
     def judge(e: Entry, result: Done | Died) -> None:
         reproduced, detail = _matches(e.case, result)
         verdict = _verdict(e.case["expected"], reproduced)
+        if verdict == "fixed-upstream":
+            detail += _recorded(e.case)
         took = result.outcome.total_s if isinstance(result, Done) else 0.0
         outcome = ReplayOutcome(e, verdict, detail, took)
         if repros and verdict in _REPRODUCED and (e.path / "repro.py").is_file():
@@ -208,6 +226,8 @@ def _check_repro(e: Entry, timeout: float) -> str:
     corpus = Corpus(e.path.parent)
     corpus.entries[e.signature] = e
     corpus.annotate(e.signature, {"repro": record})
+    fresh = corpus.entries[e.signature]
+    corpus.refresh(e.signature, {"README.md": readme_of(fresh.path, fresh.case)})
     return str(record["verdict"])
 
 

@@ -973,7 +973,10 @@ _BOOTSTRAP = (
 
 
 def check_repro(
-    entry_dir: Path, timeout: float = 120, stop: threading.Event | None = None
+    entry_dir: Path,
+    timeout: float = 120,
+    stop: threading.Event | None = None,
+    python: str | None = None,
 ) -> tuple[int | None, str]:
     """Run `entry_dir/repro.py` on its own -- pyfy_fuzz, generators and oracles unimportable,
     PYTHONPATH unset -- and return its exit code (Note [A repro's exit codes]: 1: the bug is
@@ -984,10 +987,12 @@ def check_repro(
 
     The script runs in a session of its own and is killed with its whole process group: an
     Inductor compile's workers, or a compiler it started, die with it rather than outlive a
-    campaign that promised to end (Note [Ending on time] in campaign.py)."""
+    campaign that promised to end (Note [Ending on time] in campaign.py). `python`: the
+    interpreter to run it with (another torch: Note [Which releases have a bug] in
+    releases.py); this one's by default."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.Popen(
-        [sys.executable, "-c", _BOOTSTRAP],
+        [python or sys.executable, "-c", _BOOTSTRAP],
         cwd=entry_dir,
         env=env,
         stdout=subprocess.PIPE,

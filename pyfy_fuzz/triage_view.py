@@ -41,6 +41,7 @@ from oracles.identity import SEVERITIES
 from oracles.upstream import known_upstream
 
 from .corpus import FORMAT, OLD_FORMATS
+from .releases import records_of, releases_line
 
 __all__ = [
     "CASE",
@@ -214,6 +215,8 @@ class FindingEntry:
     # interpreter died | not run (the campaign ended first: repro.NOT_RUN); None: no record
     repro: str | None = None
     upstream: tuple[int, ...] = ()  # pytorch issues it matches (oracles/upstream.py)
+    # which torch releases reproduce it, in a line (releases.py); "" when none is recorded
+    releases: str = ""
 
     @property
     def fixed(self) -> bool:
@@ -311,6 +314,7 @@ def entry_from_case(
         expected=case.get("expected") if isinstance(case.get("expected"), str) else None,
         path=path,
         repro=_repro_verdict(case),
+        releases=releases_line(records_of(case), str(case.get("device") or "cpu")),
     )
 
 
@@ -465,6 +469,8 @@ def render_findings_text(findings: Findings) -> str:
                 out.append(f"{pad}  {_cut(e.title)}")
                 if e.difference:
                     out.append(f"{pad}  {_cut(e.difference)}")
+                if e.releases:
+                    out.append(f"{pad}  releases: {e.releases}")
                 f_lines = e.f.splitlines()
                 for line in f_lines[:TEXT_F_LINES]:
                     out.append(f"{pad}    | {line}".rstrip())
@@ -489,6 +495,8 @@ def render_findings_markdown(findings: Findings) -> str:
                 out.append(f"{pad}- `{e.shown}`: {_md(e.title)} ({_status(e)})")
                 if e.difference:
                     out.append(f"{pad}  <br>{_md(e.difference)}")
+                if e.releases:
+                    out.append(f"{pad}  <br>releases: {_md(e.releases)}")
                 if e.triage:
                     out.append(f"{pad}  <br>triage: {_md(e.triage)}")
                 out.append("")
@@ -596,6 +604,8 @@ def _row_html(e: FindingEntry, sev: int) -> str:
     ]
     if e.difference:
         cell.append(f'<div class="difference">{esc(e.difference)}</div>')
+    if e.releases:
+        cell.append(f'<div class="releases">releases: {esc(e.releases)}</div>')
     if e.triage:
         cell.append(f'<div class="triage">triage: {esc(e.triage)}</div>')
     if word := _repro_word(e):

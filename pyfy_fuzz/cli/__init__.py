@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from pyfy_fuzz import __version__
 
-from . import bench, migrate, nightly, pythonify, replay, report, run, selftest
+from . import bench, migrate, nightly, pythonify, replay, report, run, selftest, versions
 from .common import EXIT_USAGE, PROG, CliError
 
 __all__ = ["EXIT_USAGE", "PROG", "CliError", "main"]
@@ -36,6 +36,6 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in (run, replay, migrate, report, bench, nightly, selftest, pythonify):
+    for command in (run, replay, versions, migrate, report, bench, nightly, selftest, pythonify):
         command.register(commands)  # each module adds its subcommand: flags, help, what runs
     return parser

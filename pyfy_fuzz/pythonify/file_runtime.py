@@ -34,6 +34,7 @@ _GRAD_ENABLED = True
 _INFERENCE_MODE = False
 _INFERENCE_GUARDS: list[tuple[int, str, bool]] = []
 _TENSOR_GUARDS: list[Any] = []
+_ARG_TENSOR_GUARDS: list[Any] = []
 _LEAF_GUARDS: list[tuple[int, str, bool]] = []
 _SAME_OBJECT: list[list[int]] = []
 _SHARED_STORAGE: list[list[int]] = []
@@ -203,8 +204,15 @@ def _check_autograd_state(flat):
 def _check_guards(flat):
     """Raise PythonifyGuardError, naming the input, where `flat` breaks a compile assumption."""
     _check_autograd_state(flat)
-    for i, src, subclass, dtype, device, shape, stride, requires_grad in _TENSOR_GUARDS:
-        x = flat[i]
+    _check_tensors(flat, _TENSOR_GUARDS)
+    _check_rest(flat)
+
+
+def _check_tensors(xs, guards):
+    """Each guarded tensor of `xs` as the compile saw it: type, dtype, device, shape, stride,
+    requires_grad (the graph inputs, or the arguments no graph takes)."""
+    for i, src, subclass, dtype, device, shape, stride, requires_grad in guards:
+        x = xs[i]
         if not isinstance(x, torch.Tensor):
             raise PythonifyGuardError(f"{src}: expected a Tensor, got {type(x).__name__}")
         if subclass is not None and type(x) is not subclass:
@@ -234,6 +242,10 @@ def _check_guards(flat):
             raise PythonifyGuardError(
                 f"{src}: expected requires_grad={requires_grad}, got {x.requires_grad}"
             )
+
+
+def _check_rest(flat):
+    """Leafness, size symbols and aliasing of the graph inputs."""
     for i, src, is_leaf in _LEAF_GUARDS:
         if flat[i].is_leaf != is_leaf:
             raise PythonifyGuardError(
@@ -335,6 +347,8 @@ RUNTIME = (
     "_storage_keys",
     "_check_autograd_state",
     "_check_guards",
+    "_check_tensors",
+    "_check_rest",
     "_check_size_symbols",
     "_remap",
     "_storage_offset",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..sourcepin import pin
 from . import file_runtime, wrappers
-from .ir import CompiledGraph, GuardNode, PythonifyIR
+from .ir import CompiledGraph, GuardNode, PythonifyIR, TensorGuard
 from .meta import EmitContext, HookReplay
 from .wrappers import cudagraph
 from .wrappers.source import runtime_source, type_var
@@ -100,8 +100,8 @@ def _graph_section(g: CompiledGraph) -> str:
     )
 
 
-def _guard_section(g: GuardNode) -> str:
-    tensors = [
+def _tensor_guard_lines(guards: list[TensorGuard]) -> str:
+    rows = [
         (
             t.index,
             t.source,
@@ -114,12 +114,16 @@ def _guard_section(g: GuardNode) -> str:
             t.stride,
             t.requires_grad,
         )
-        for t in g.tensors
+        for t in guards
     ]
-    tens_lines = ",\n".join(
+    return ",\n".join(
         f"    ({i}, {src!r}, {tv or 'None'}, {dt}, {dev!r}, {shape!r}, {stride!r}, {rg!r})"
-        for i, src, tv, dt, dev, shape, stride, rg in tensors
+        for i, src, tv, dt, dev, shape, stride, rg in rows
     )
+
+
+def _guard_section(g: GuardNode) -> str:
+    tens_lines = _tensor_guard_lines(g.tensors)
     leaves = [(t.index, t.source, t.is_leaf) for t in g.tensors if t.requires_grad]
     inference = [(t.index, t.source, t.is_inference) for t in g.tensors]
     values = [(v.index, v.source) for v in g.values]
@@ -150,6 +154,11 @@ _INFERENCE_GUARDS = {inference!r}
 _ARG_SOURCES = {g.arg_sources!r}
 _ARG_SAME_OBJECT = {g.arg_same_object!r}
 _ARG_SHARED_STORAGE = {g.arg_shared_storage!r}
+# Tensor arguments no graph input reads, guarded as Dynamo guards them (index into the
+# argument leaves; Note [Arguments the graph does not take]).
+_ARG_TENSOR_GUARDS = [
+{_tensor_guard_lines(g.arg_tensors)}
+]
 
 
 def _gather_arg_leaves(L):
@@ -216,7 +225,9 @@ def _gather_inputs(L, G):
     L, G = _bind_locals(args)
     flat = _gather_inputs(L, G)
     _check_guards(flat)
-    _check_aliasing(_gather_arg_leaves(L), _ARG_SOURCES, _ARG_SAME_OBJECT, _ARG_SHARED_STORAGE)
+    leaves = _gather_arg_leaves(L)
+    _check_tensors(leaves, _ARG_TENSOR_GUARDS)
+    _check_aliasing(leaves, _ARG_SOURCES, _ARG_SAME_OBJECT, _ARG_SHARED_STORAGE)
     outs = {outer}(flat){_hook_lines(e.hooks)}
     return {e.output_expr}'''
 

@@ -139,6 +139,10 @@ class GuardNode:
     # The same, over the tensor leaves of the call's arguments (Dynamo dedupes f(x, x) before
     # AOTAutograd, so graph inputs alone cannot tell that the two arguments were one tensor).
     arg_sources: list[str] = field(default_factory=list)
+    # Note [Arguments the graph does not take]: tensor arguments no graph input reads (one
+    # returned as it is), guarded as Dynamo's TENSOR_MATCH guards them; `index` is the
+    # position in `arg_sources`.
+    arg_tensors: list[TensorGuard] = field(default_factory=list)
     arg_same_object: list[list[int]] = field(default_factory=list)
     arg_shared_storage: list[list[int]] = field(default_factory=list)
     # Size symbols (Note [Size symbols] in capture/dynamo.py): symbol -> the (input index, dim)

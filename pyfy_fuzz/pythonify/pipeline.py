@@ -145,6 +145,7 @@ def _guards(cap: Capture) -> GuardNode:
             node.size_symbols.setdefault(sym, []).append((i, d))
     node.symbol_ranges = {s: rng for s, rng in cap.symbol_ranges.items() if s in node.size_symbols}
     node.arg_sources = [src for src, _ in cap.arg_leaves]
+    node.arg_tensors = _passthrough_guards(cap)
     a_obj: dict[int, list[int]] = {}
     a_st: dict[tuple[int, str], list[int]] = {}
     for i, (_, snap) in enumerate(cap.arg_leaves):
@@ -153,6 +154,36 @@ def _guards(cap: Capture) -> GuardNode:
             a_st.setdefault(st, []).append(i)
     node.arg_same_object, node.arg_shared_storage = _alias_groups(a_obj, a_st)
     return node
+
+
+# Note [Arguments the graph does not take]
+# Dynamo guards every tensor argument the frame reads, graph input or not: one returned as it
+# is (`return a1`) gets a TENSOR_MATCH (dtype, device, requires_grad, dispatch keys, and on a
+# static compile its sizes and strides) though no graph reads it; a later call that breaks it
+# recompiles (torch 2.15's campaign: `requires_grad mismatch` on a passed-through argument the
+# file accepted). The file guards such arguments the same way; with dynamic shapes it keeps
+# only the rank, as sizes Dynamo saw symbolic are not guarded.
+def _passthrough_guards(cap: Capture) -> list[TensorGuard]:
+    taken = {r.source for r in cap.inputs}
+    out = []
+    for k, (src, snap) in enumerate(cap.arg_leaves):
+        if src in taken:
+            continue
+        out.append(
+            TensorGuard(
+                index=k,
+                source=src,
+                dtype=snap.dtype,
+                device=snap.device,
+                shape=tuple(None if cap.dynamic else s for s in snap.shape),
+                requires_grad=snap.requires_grad,
+                type_path=type_path(snap.cls),
+                stride=None if cap.dynamic else snap.stride,
+                is_leaf=snap.is_leaf,
+                is_inference=snap.is_inference,
+            )
+        )
+    return out
 
 
 # Note [Aliased input layout]

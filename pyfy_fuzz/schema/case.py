@@ -107,6 +107,8 @@ class CaseRecord:
     first_seen: str | None = None  # ISO time
     last_seen: str | None = None  # ISO time
     shrink: dict[str, Any] | None = None  # how the program was shrunk
+    # repro.py run under other torches: ReleaseRecord dicts (pyfy_fuzz/releases.py)
+    releases: list[dict[str, Any]] | None = None
     # the optional fields the file had (Note [Fields a case may lack])
     present: frozenset[str] = frozenset()
     # fields this build does not model, as they were

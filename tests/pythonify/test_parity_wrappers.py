@@ -229,6 +229,25 @@ def test_guards_raise_on_violations(tmp_path, bad):
     check_parity(tmp_path, f, lambda: (r(4), r(4, seed=1)), bad_args=bad, calls=1)
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda: (r(4), r(3)),  # requires_grad off (torch 2.15's campaign)
+        lambda: (r(4), r(3, rg=True).double()),
+        lambda: (r(4), r(4, rg=True)),
+    ],
+    ids=["requires_grad", "dtype", "shape"],
+)
+def test_an_argument_no_graph_takes_is_guarded_as_dynamo_guards_it(tmp_path, bad):
+    """Note [Arguments the graph does not take]: `b` is returned as it is, so it is no graph
+    input, but Dynamo's TENSOR_MATCH guards it and a call that breaks it recompiles."""
+
+    def f(a, b):
+        return a * 2, b
+
+    check_parity(tmp_path, f, lambda: (r(4), r(3, rg=True)), bad_args=bad, calls=1)
+
+
 def test_guard_rejects_new_aliasing(tmp_path):
     def f(a, b):
         a.add_(1)

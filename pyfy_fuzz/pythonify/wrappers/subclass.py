@@ -44,6 +44,7 @@ from .source import Emitter, type_var
 __all__ = [
     "AOTDispatchSubclassWrapperNode",
     "FIELDS",
+    "RUNTIME",
     "FUNCTION",
     "emit",
     "emit_wrap_list",
