@@ -221,8 +221,9 @@ def repro_line(findings: list[dict[str, Any]]) -> str:
     return ", ".join(f"{n} {words.get(v, v)}" for v, n in verdicts.most_common())
 
 
-def _print_findings(found: list[dict[str, Any]], out: Any) -> None:
-    """The new findings, bugs first and worst first, counted by group."""
+def _print_findings(found: list[dict[str, Any]], out: Any, torch: str = "") -> None:
+    """The new findings, bugs first and worst first, counted by group; the repro line says on
+    which torch the repros ran (Note [Which releases have a bug])."""
     findings = sorted(
         found, key=lambda f: (_GROUP_ORDER.get(str(f.get("group")), 0), f.get("severity") or 5)
     )
@@ -245,7 +246,8 @@ def _print_findings(found: list[dict[str, Any]], out: Any) -> None:
             file=out,
         )
     if findings:
-        print(f"repros run on their own: {repro_line(findings)}", file=out)
+        on = f" (torch {torch.split('+')[0]})" if torch else ""
+        print(f"repros run on their own{on}: {repro_line(findings)}", file=out)
 
 
 def print_summary(s: dict[str, Any], out: Any) -> None:
@@ -260,7 +262,7 @@ def print_summary(s: dict[str, Any], out: Any) -> None:
         + (f", every case under {', '.join(c['knobs'])}" if c.get("knobs") else ""),
         file=out,
     )
-    _print_findings(s["findings"], out)
+    _print_findings(s["findings"], out, str(s.get("torch") or ""))
     seen = s["known_seen"]
     if seen:
         print(

@@ -102,7 +102,7 @@ def test_summary_lists_findings_with_their_paths() -> None:
     assert "120 cases in 1m1s (118/min" in text
     assert "corpus/crash.exceptions.x" in text and "dedupe/duplicate_args 7" in text
     assert "warm-cache" not in text  # no case consulted the cache: no line
-    assert "repros run on their own: 1 not checked yet" in text
+    assert "repros run on their own (torch 2.13.0): 1 not checked yet" in text
 
     summary["findings"] += [
         {**summary["findings"][0], "repro": v} for v in ("reproduces", "reproduces", "passes")
@@ -110,7 +110,7 @@ def test_summary_lists_findings_with_their_paths() -> None:
     out = io.StringIO()
     print_summary(summary, out)
     assert (
-        "repros run on their own: 2 reproduce, 1 not checked yet, "
+        "repros run on their own (torch 2.13.0): 2 reproduce, 1 not checked yet, "
         "1 pass (the repro misses the bug: ours)"
     ) in out.getvalue()
     # counted by group; one whose repro showed something else is not counted as a bug
