@@ -594,11 +594,24 @@ _EXCLUSIVE = (
     {"no_grad", "inference_mode"},
     {"aliasing", "overlap"},
 )
+
+
+def _pair(a: str, b: str) -> str:
+    """Two relationships of one later call. "again" goes with a grad context at most, on
+    either side of the pair: "again+share" would run call 0's arguments once more under a
+    name that says share (torch 2.15's triage: a known T2 under a new signature). Such a pair
+    is its other relationship alone, kept in its slot of the table so every other draw stays
+    where it was."""
+    if "again" in (a, b) and not {a, b} - {"again"} <= {"no_grad", "inference_mode"}:
+        return b if a == "again" else a
+    return f"{a}+{b}"
+
+
 _RELATION_TABLE: tuple[str, ...] = (
     (("aliasing",) * 3 + ("shape", "dtype", "relation") * 2) * 8
     + CALL_RELATIONS[4:] * 4
     + tuple(
-        f"{a}+{b}"
+        _pair(a, b)
         for k, a in enumerate(CALL_RELATIONS)
         for b in CALL_RELATIONS[k + 1 :]
         if not any({a, b} <= g for g in _EXCLUSIVE)

@@ -190,7 +190,10 @@ def replay(
     for e in entries:
         want = e.case.get("device", "cpu")
         if want != device:
-            report.outcomes.append(ReplayOutcome(e, "skipped", f"found on {want}, not {device}"))
+            # never "fixed": the bug may well be there, this device cannot show it
+            found = f"found on {want} (torch {e.case.get('torch') or '?'})"
+            why = "not reproducible on CPU" if device == "cpu" else f"not run on {device}"
+            report.outcomes.append(ReplayOutcome(e, "skipped", f"{found}: {why}"))
         elif (impl or e.case.get("pythonify")) == "torch" and not torch_has_pythonify():
             report.outcomes.append(
                 ReplayOutcome(e, "skipped", "found with --pythonify torch; this torch has none")

@@ -221,7 +221,10 @@ class _Repro:
         spec, names, lines = self.spec, self.imports, []
         if self.subject == "pythonify":
             lines.append("import importlib.util")
-        lines += ["import os", "import sys"]  # the exit codes (Note [A repro's exit codes])
+        lines += ["import os"]
+        if "re" in names:
+            lines.append("import re")
+        lines += ["import sys"]  # the exit codes (Note [A repro's exit codes])
         if self._caches():
             lines.append("import tempfile")
         if self.finding["kind"] == "hang":
@@ -729,7 +732,12 @@ class _Repro:
             bug = f"BUG: {got_label} raises where {ref_label} runs: {{e!r:.300}}"
             exc_type, words = self._raised()
             checks = [f"type(e).__name__ == {exc_type!r}"] if exc_type else []
-            checks += [f"{words!r} in str(e)"] if words else []
+            if len(words) == 1:
+                checks.append(f"{words[0]!r} in str(e)")
+            elif words:  # every run, in order, as the identity's normalised message has them
+                self.imports.add("re")
+                pattern = ".*?".join(re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", w) for w in words)
+                checks.append(f"re.search({pattern!r}, str(e), re.S)")
             same = " and ".join(checks) or "True"
             return [
                 *setup,
@@ -798,10 +806,13 @@ class _Repro:
             'print("the process is left as a fresh one: the bug is fixed")',
         ]
 
-    def _raised(self) -> tuple[str, str]:
+    def _raised(self) -> tuple[str, list[str]]:
         """(type name, words of its message) of the exception the finding is identified by:
-        the type as the compiler raised it, and the longest run of the normalised message
-        that no program value fills in ("" where it has none)."""
+        the type as the compiler raised it, and the runs of the normalised message that no
+        program value fills in, in order ([] where it has none). Every run, not only the
+        longest: "setStorage: ... are out of bounds for storage of size N" and
+        "as_strided_scatter: ... are out of bounds ..." are two bugs (torch 2.15's triage: a
+        repro that checked the tail alone reproduced another bug on 2.13)."""
         diffs = self.finding.get("differences") or ()
         exc = (diffs[0].get("exc") or {}) if diffs else {}
         exc_type = identity_type(str(exc.get("type") or self.finding.get("exc_type") or ""))
@@ -810,10 +821,12 @@ class _Repro:
         message = normalise_message(raw) if raw else str(self.finding.get("message") or "")
         runs = re.split(r"\bN\b|\[\.\.\.\]|<\w+>|0x\?|\w*N_N\w*", message)
         found = [w for r in runs if (w := r.strip(" :;,.'\"")) and (not raw or w in raw)]
-        if not found:  # e.g. a class of the program's module, which a script has in __main__
-            runs = re.split(r"\d+|\bpyfy_program_[0-9a-f]+\.", raw)
-            found = [w for r in runs if (w := r.strip(" :;,.'\"[]()<>"))]
-        return exc_type, max(found, key=len, default="")
+        if found:
+            return exc_type, found
+        # e.g. a class of the program's module, which a script has in __main__
+        runs = re.split(r"\d+|\bpyfy_program_[0-9a-f]+\.", raw)
+        found = [w for r in runs if (w := r.strip(" :;,.'\"[]()<>"))]
+        return exc_type, [max(found, key=len)] if found else []
 
     def _main_skips(self, setup: list[str], ref: str, got: str, rl: str, gl: str) -> list[str]:
         """Note [Where the file replays, torch replays]: torch counts the graphs its

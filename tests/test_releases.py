@@ -224,3 +224,17 @@ def test_the_report_and_the_readme_say_which_releases_and_a_fix_changes_the_stat
     assert f"releases: {line}" in render_findings_markdown(findings)
     text = readme(case, has_pythonified=False)
     assert f"**{line}**" in text and "fixed upstream in 2.15.0" in text
+
+
+def test_replay_on_cpu_says_a_gpu_entry_is_not_reproducible_on_cpu_never_fixed(
+    tmp_path: Path,
+) -> None:
+    from pyfy_fuzz.replay import replay
+
+    entry = _copy_entry(tmp_path)
+    case = json.loads((entry / "case.json").read_text())
+    case.update(device="cuda", torch="2.11.0+cu130")
+    (entry / "case.json").write_text(json.dumps(case))
+    [outcome] = replay([entry.parent], device="cpu").outcomes
+    assert outcome.verdict == "skipped"
+    assert outcome.detail == "found on cuda (torch 2.11.0+cu130): not reproducible on CPU"
