@@ -33,7 +33,7 @@ from oracles import Finding
 from oracles.finding import CAMPAIGN_KINDS
 
 from .corpus import CASE, FORMAT, OLD_FORMATS, Corpus, Entry
-from .entry import derived_fields, entry_files
+from .entry import derived_fields, entry_files, readme_of
 from .replay import run_specs
 from .repro import check_repro, repro_record
 from .schema.case import CaseError, CaseRecord
@@ -256,6 +256,8 @@ def render(root: Path) -> list[tuple[str, list[str], str | None]]:
             record = repro_record(e.path, *check_repro(e.path), e.case["kind"])
             corpus.annotate(sig, {"repro": record})
             verdict = str(record["verdict"])
+            e = corpus.entries[sig]  # README.md says what the new check showed (releases.py)
+            corpus.refresh(sig, {"README.md": readme_of(e.path, e.case)})
         done.append((sig, changed, verdict))
     return done
 

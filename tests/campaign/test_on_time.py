@@ -110,6 +110,8 @@ def test_a_repro_check_skips_an_entry_gone_since_it_was_queued(
     import pyfy_fuzz.repro as repro_module
 
     c = Campaign(CampaignConfig(budget_s=60, corpus=tmp_path / "corpus", progress="quiet"))
+    c._repro_checks.put(None)  # the campaign's own checker thread ends: this test is the one
+    c._repro_checker.join()
     checked: list[Path] = []
 
     def fake_check(path: Path, **kw: Any) -> tuple[int, str]:
