@@ -161,8 +161,9 @@ def _guards(cap: Capture) -> GuardNode:
 # is (`return a1`) gets a TENSOR_MATCH (dtype, device, requires_grad, dispatch keys, and on a
 # static compile its sizes and strides) though no graph reads it; a later call that breaks it
 # recompiles (torch 2.15's campaign: `requires_grad mismatch` on a passed-through argument the
-# file accepted). The file guards such arguments the same way; with dynamic shapes it keeps
-# only the rank, as sizes Dynamo saw symbolic are not guarded.
+# file accepted). The file guards such arguments the same way; with dynamic shapes a size of
+# 0 or 1 is a number (Dynamo specialises them) and any other is symbolic, compiled for sizes
+# >= 2 (a call 0 with a size-1 dim must pass: the selftest's campaign in CI of 0fc25a2).
 def _passthrough_guards(cap: Capture) -> list[TensorGuard]:
     taken = {r.source for r in cap.inputs}
     out = []
@@ -175,7 +176,9 @@ def _passthrough_guards(cap: Capture) -> list[TensorGuard]:
                 source=src,
                 dtype=snap.dtype,
                 device=snap.device,
-                shape=tuple(None if cap.dynamic else s for s in snap.shape),
+                # dynamic: sizes 0 and 1 specialised, the rest symbolic (sizes >= 2), as
+                # Dynamo wraps any tensor under dynamic=True
+                shape=tuple(None if cap.dynamic and s >= 2 else s for s in snap.shape),
                 requires_grad=snap.requires_grad,
                 type_path=type_path(snap.cls),
                 stride=None if cap.dynamic else snap.stride,

@@ -248,6 +248,24 @@ def test_an_argument_no_graph_takes_is_guarded_as_dynamo_guards_it(tmp_path, bad
     check_parity(tmp_path, f, lambda: (r(4), r(3, rg=True)), bad_args=bad, calls=1)
 
 
+def test_an_argument_no_graph_takes_keeps_sizes_0_and_1_under_dynamic_shapes(tmp_path):
+    """Dynamo specialises sizes 0 and 1 of a tensor it wraps under dynamic=True: the file's
+    guard on an argument no graph takes must accept call 0's size-1 dim (the selftest found
+    the file refusing it), and refuse a dim compiled >= 2 called with 1."""
+
+    def f(a, b):
+        return a * 2, b
+
+    check_parity(
+        tmp_path,
+        f,
+        lambda: (r(4), r(1, 3)),
+        dynamic=True,
+        calls=2,
+        bad_args=lambda: (r(4), r(1, 1)),
+    )
+
+
 def test_guard_rejects_new_aliasing(tmp_path):
     def f(a, b):
         a.add_(1)
