@@ -113,9 +113,13 @@ def test_two_shards_on_one_corpus_save_each_bug_once_and_count_each_others(
         assert time.monotonic() < deadline and all(p.poll() is None for p in shards)
         time.sleep(0.05)
     (tmp_path / "go").write_text("")  # both budgets run side by side
+    errs = []
     for p in shards:
         _, err = p.communicate(timeout=BUDGET + 60)
-        assert p.returncode in (0, 1), err.decode()[-3000:]
+        errs.append(err.decode()[-3000:])
+        assert p.returncode in (0, 1), errs[-1]
+    for k, err in zip((1, 2), errs, strict=True):  # a shard that raised says why
+        assert (tmp_path / f"shard{k}.json").is_file(), err
     summaries = [json.loads((tmp_path / f"shard{k}.json").read_text()) for k in (1, 2)]
     assert all(s["stopped_on"] for s in summaries)  # both found the planted bug
 
