@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from .capture import Capture
+from .capture.result import InputSnapshot
 from .errors import PythonifyUnsupported
 from .ir import EntryNode, GuardNode, IRNode, PythonifyIR, TensorGuard, ValueGuard
 from .records import type_path
@@ -113,19 +114,14 @@ def _guards(cap: Capture) -> GuardNode:
         if snap is not None:
             dyn = set(r.dynamic_dims)
             node.tensors.append(
-                TensorGuard(
-                    index=i,
-                    source=r.source,
-                    dtype=snap.dtype,
-                    device=snap.device,
+                _tensor_guard(
+                    i,
+                    r.source,
+                    snap,
                     shape=tuple(None if d in dyn else s for d, s in enumerate(snap.shape)),
-                    requires_grad=snap.requires_grad,
-                    type_path=type_path(snap.cls),
                     # dynamic dims: the strides the compile saw as numbers (Dynamo guards
                     # them); static: every stride
                     stride=(r.static_strides or None) if dyn else snap.stride,
-                    is_leaf=snap.is_leaf,
-                    is_inference=snap.is_inference,
                 )
             )
             by_obj.setdefault(snap.obj_id, []).append(i)
@@ -171,22 +167,40 @@ def _passthrough_guards(cap: Capture) -> list[TensorGuard]:
         if src in taken:
             continue
         out.append(
-            TensorGuard(
-                index=k,
-                source=src,
-                dtype=snap.dtype,
-                device=snap.device,
+            _tensor_guard(
+                k,
+                src,
+                snap,
                 # dynamic: sizes 0 and 1 specialised, the rest symbolic (sizes >= 2), as
                 # Dynamo wraps any tensor under dynamic=True
                 shape=tuple(None if cap.dynamic and s >= 2 else s for s in snap.shape),
-                requires_grad=snap.requires_grad,
-                type_path=type_path(snap.cls),
                 stride=None if cap.dynamic else snap.stride,
-                is_leaf=snap.is_leaf,
-                is_inference=snap.is_inference,
             )
         )
     return out
+
+
+def _tensor_guard(
+    index: int,
+    source: str,
+    snap: InputSnapshot,
+    shape: tuple[int | None, ...],
+    stride: tuple[int | None, ...] | None,
+) -> TensorGuard:
+    """What the file checks of one tensor: the snapshot's facts, with the shape and stride
+    the caller says Dynamo guards."""
+    return TensorGuard(
+        index=index,
+        source=source,
+        dtype=snap.dtype,
+        device=snap.device,
+        shape=shape,
+        requires_grad=snap.requires_grad,
+        type_path=type_path(snap.cls),
+        stride=stride,
+        is_leaf=snap.is_leaf,
+        is_inference=snap.is_inference,
+    )
 
 
 # Note [Aliased input layout]
