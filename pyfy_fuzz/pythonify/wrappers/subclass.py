@@ -206,24 +206,33 @@ def emit_wrap_list(
     Returns the expressions of the rebuilt values and, as source, the index of the first leaf
     they did not use."""
     if not any(_has_optional(m) for m in metas):
-        cursor = [0]
         exprs: list[str] = []
-        tallied = 0
+        cursor = tallied = 0
         fixed = _Leaves(src, optional=False)
         for m in metas:
             if isinstance(m, PlainMeta):
                 exprs.append(f"{src}[{m.unwrapped_idx}]")
-                cursor[0] = max(cursor[0], m.unwrapped_idx + 1)
+                cursor = max(cursor, m.unwrapped_idx + 1)
                 tallied += 1
             else:
-                fixed.slots = ["r"] * cursor[0]
+                fixed.slots = ["r"] * cursor
                 exprs.append(_emit_wrap(e, m, fixed))
-                cursor[0] = len(fixed.slots)
+                cursor = len(fixed.slots)
                 tallied += m.arg_count
         return exprs, str(tallied)
     n = f"len({src}) - {saved}" if saved else f"len({src})"
-    e.emit(f"_at = _wrapped_leaves({src}, {n}, {_slots(metas, src)!r})")
+    first = len(e.lines)
     leaves = _Leaves(src, optional=True)
+    exprs = _walk(e, metas, leaves)
+    # the layout is known once every meta is walked; the file computes `_at` before the wraps
+    at = Emitter(e.indent)
+    at.emit(f"_at = _wrapped_leaves({src}, {n}, {''.join(leaves.slots)!r})")
+    e.lines[first:first] = at.lines
+    return exprs, n
+
+
+def _walk(e: Emitter, metas: list[TensorMetaRecord], leaves: _Leaves) -> list[str]:
+    """Each meta's rebuilt value, its slots taken from `leaves` in torch's order."""
     exprs = []
     for m in metas:
         if isinstance(m, PlainMeta):
@@ -231,19 +240,13 @@ def emit_wrap_list(
             leaves.skip_optional(m.arg_count - 1)
         else:
             exprs.append(_emit_wrap(e, m, leaves))
-    return exprs, n
+    return exprs
 
 
 def _slots(metas: list[TensorMetaRecord], src: str) -> str:
-    """The layout `emit_wrap_list` reads ("r" required, "o" optional per leaf), by walking the
-    metas as it does, into a scratch emitter."""
+    """The layout `emit_wrap_list` reads ("r" required, "o" optional per leaf)."""
     leaves = _Leaves(src, optional=True)
-    for m in metas:
-        if isinstance(m, PlainMeta):
-            leaves.take()
-            leaves.skip_optional(m.arg_count - 1)
-        else:
-            _emit_wrap(Emitter(), m, leaves)
+    _walk(Emitter(), metas, leaves)
     return "".join(leaves.slots)
 
 
