@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pyfy_fuzz.procstat import machine_busy, sample_until_exit
+from pyfy_fuzz.campaign.procstat import machine_busy, sample_until_exit
 
 
 def main() -> int:

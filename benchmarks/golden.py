@@ -8,7 +8,8 @@ specs for the same generator code), and writes for each: the spec as JSON, the r
 program, the bundled generator's pythonified file (the campaign's own compile path,
 `compile_once`; aot_eager, and Inductor for every `--inductor-every`-th spec) or the reason it
 refused, and the repro.py of every checked-in corpus entry's finding rendered on that spec.
-It also re-renders each checked-in entry's own repro.py, program.py and README.md. `compare` lists every file that
+It also re-renders each checked-in entry's own repro.py, program.py and README.md.
+`compare` lists every file that
 differs or exists on one side only, and exits 1 if any does.
 
 Run `write` at the commit before a refactoring (a `git worktree` of it, with its own copy of
@@ -29,16 +30,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _import(*names: str) -> Any:
-    """The first module of `names` that imports (the layout before and after a move)."""
-    for name in names:
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            continue
-    raise ImportError(f"none of {names} imports")
 
 
 def _specs(n: int) -> list[Any]:
@@ -76,9 +67,9 @@ def write(out: Path, examples: int, inductor_every: int) -> None:
 
     from generators import materialize, render
 
-    entry = _import("pyfy_fuzz.corpus.entry", "pyfy_fuzz.entry")
-    once = _import("pyfy_fuzz.case.subjects.compile_once", "pyfy_fuzz.subjects.compile_once")
-    impl = _import("pyfy_fuzz.case.subjects.impl", "pyfy_fuzz.subjects.impl")
+    entry = importlib.import_module("pyfy_fuzz.corpus.entry")
+    once = importlib.import_module("pyfy_fuzz.case.subjects.compile_once")
+    impl = importlib.import_module("pyfy_fuzz.case.subjects.impl")
     warnings.filterwarnings("ignore")
     out.mkdir(parents=True, exist_ok=False)
     findings = _findings()

@@ -28,7 +28,7 @@ import torch  # noqa: E402
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 
 from generators import programs, render  # noqa: E402
-from pyfy_fuzz.runner import run_case  # noqa: E402
+from pyfy_fuzz.case.runner import run_case  # noqa: E402
 
 
 class _Stop(Exception):

@@ -16,7 +16,7 @@ import inspect
 import sys
 from typing import TYPE_CHECKING
 
-from pyfy_fuzz.sourcepin import pin
+from pyfy_fuzz.schema.sourcepin import pin
 
 if TYPE_CHECKING:  # the program imports torch; here they are source, never called
     import torch

@@ -18,7 +18,7 @@ import inspect
 import sys
 from typing import Any
 
-from pyfy_fuzz.sourcepin import pin
+from pyfy_fuzz.schema.sourcepin import pin
 
 __all__ = [
     "SAVED_HOOK_FUNCTIONS",

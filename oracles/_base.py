@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
-from pyfy_fuzz.observe import CallObs
 from pyfy_fuzz.schema.difference import CallRef, Difference, ExcFacts
+from pyfy_fuzz.schema.observation import CallObs
 
 from ._calls import PairContext, at_call
 from .evidence import Evidence

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pyfy_fuzz.observe import AliasObs, CallObs, ExcObs, ProbeObs, TensorObs
 from pyfy_fuzz.schema.difference import CallRef, Difference, ExcFacts
+from pyfy_fuzz.schema.observation import AliasObs, CallObs, ExcObs, ProbeObs, TensorObs
 
 from .by_design import excuse
 from .compare import TensorDiff, diff_tensor

@@ -5,8 +5,8 @@ inputs and other outputs must see it as in the reference."""
 
 from __future__ import annotations
 
-from pyfy_fuzz.observe import ProbeObs
 from pyfy_fuzz.schema.difference import CallRef, Difference
+from pyfy_fuzz.schema.observation import ProbeObs
 
 from ._base import finding, merge, per_call
 from ._calls import diff_aliasing

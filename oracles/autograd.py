@@ -4,8 +4,8 @@ in-place probe: the same outputs must be refused, with the same error type)."""
 
 from __future__ import annotations
 
-from pyfy_fuzz.observe import ExcObs
 from pyfy_fuzz.schema.difference import CallRef, Difference
+from pyfy_fuzz.schema.observation import ExcObs
 
 from ._base import finding, merge, per_call
 from ._calls import PairContext, diff_autograd, probe_write_differs

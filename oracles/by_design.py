@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from pyfy_fuzz.observe import ExcObs
+from pyfy_fuzz.schema.observation import ExcObs
 
 __all__ = [
     "BY_DESIGN",

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from pyfy_fuzz.observe import TensorObs, bitwise_equal
+from pyfy_fuzz.schema.observation import TensorObs
 
 __all__ = [
     "TensorDiff",
@@ -27,6 +27,18 @@ _TOL = {
     torch.float32: (1.3e-6, 1e-5),
     torch.float64: (1e-7, 1e-7),
 }
+
+
+def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal values and signs of zero, NaN equal to NaN (same positions), same shape and dtype."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point():
+        same = (a == b) & (torch.signbit(a) == torch.signbit(b))
+        return bool((same | (a.isnan() & b.isnan())).all())
+    if a.is_complex():
+        return bitwise_equal(torch.view_as_real(a), torch.view_as_real(b))
+    return torch.equal(a, b)
 
 
 def _rmse(a: torch.Tensor, b: torch.Tensor) -> float:

@@ -26,8 +26,8 @@ pythonify-divergence.cudagraph.c7666e0d9adb, a false alarm).
 
 from __future__ import annotations
 
-from pyfy_fuzz.observe import CallObs, TensorObs
 from pyfy_fuzz.schema.difference import CallRef, Difference
+from pyfy_fuzz.schema.observation import CallObs, TensorObs
 
 from ._base import comparable_calls, finding
 from .by_design import excuse

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyfy_fuzz.observe import SubjectObs
+from pyfy_fuzz.schema.observation import SubjectObs
 
 __all__ = [
     "Evidence",

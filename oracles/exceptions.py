@@ -9,8 +9,8 @@ torch.compile itself crashed are skipped: that crash is already torch.compile's 
 
 from __future__ import annotations
 
-from pyfy_fuzz.observe import ExcObs, SubjectObs
 from pyfy_fuzz.schema.difference import PROBES, CallRef, Difference
+from pyfy_fuzz.schema.observation import ExcObs, SubjectObs
 
 from ._base import finding
 from ._calls import exc_facts, raise_difference

@@ -19,8 +19,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
-from pyfy_fuzz.observe import CallObs, SubjectObs
 from pyfy_fuzz.schema.difference import CallRef, Difference
+from pyfy_fuzz.schema.observation import CallObs, SubjectObs
 from pyfy_fuzz.schema.spec import ALIASING_RELATIONS, variant_tokens
 
 from ._base import finding

@@ -314,7 +314,7 @@ def title_of(
         return f"{who}: hangs (outlived the case timeout)"
     if kind == "harness-error":
         return "pyfy-fuzz itself raises" + (f" {exc}" if exc else " an error")
-    if kind == "process-broken":  # Note [A broken process] in pyfy_fuzz/worker.py
+    if kind == "process-broken":  # Note [A broken process] in pyfy_fuzz/campaign/worker.py
         found = f"{exc}: {message}" if message else str(exc or "")
         return f"{who}: leaves the process broken for what runs next ({found})"[:200]
     worst = worst_difference(finding)

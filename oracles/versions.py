@@ -11,8 +11,8 @@ the call is then seen as modified (Note [Version counters]).
 
 from __future__ import annotations
 
-from pyfy_fuzz.observe import CallObs, ExcObs, SubjectObs
 from pyfy_fuzz.schema.difference import CallRef, Difference
+from pyfy_fuzz.schema.observation import CallObs, ExcObs, SubjectObs
 
 from ._base import finding, merge, per_call
 from ._calls import PairContext

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from generators import FAMILIES
-from pyfy_fuzz.bench import program_set, rss_metrics
+from pyfy_fuzz.bench.measure import program_set, rss_metrics
+from pyfy_fuzz.campaign.procstat import ProcInfo, TreeSample, process_tree
 from pyfy_fuzz.cli import main
-from pyfy_fuzz.procstat import ProcInfo, TreeSample, process_tree
 
 MIB = 2**20
 

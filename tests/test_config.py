@@ -16,14 +16,14 @@ from hypothesis import HealthCheck, find, settings
 
 from generators import ProgramSpec, programs, spec_from_dict
 from generators._spec import CallPlan, SpecError
-from pyfy_fuzz.bench import draw
-from pyfy_fuzz.repro import render_repro
-from pyfy_fuzz.runner import run_case
+from pyfy_fuzz.bench.measure import draw
+from pyfy_fuzz.campaign.shrink import candidates
+from pyfy_fuzz.case.runner import run_case
+from pyfy_fuzz.case.subjects import drawn_config
+from pyfy_fuzz.case.subjects.stock import Knob
+from pyfy_fuzz.corpus.repro import render_repro
 from pyfy_fuzz.schema import config as schema_config
 from pyfy_fuzz.schema.config import CATALOGUE, ConfigKnob, call_context, check_config
-from pyfy_fuzz.shrink import candidates
-from pyfy_fuzz.subjects import drawn_config
-from pyfy_fuzz.subjects.stock import Knob
 from tests.findings import crash_finding, values_finding
 
 from .oracles.helpers import spec
@@ -159,7 +159,7 @@ def test_generators_draw_every_knob_and_mostly_the_defaults() -> None:
 def test_a_mixed_campaign_draws_inductor_for_one_case_in_n() -> None:
     """The worker's mix: the spec names Inductor (CallPlan.backend), so shrinking, saving and
     replay keep it; run_case compiles a spec that names a backend with that one."""
-    from pyfy_fuzz.worker import _with_partner
+    from pyfy_fuzz.campaign.worker import _with_partner
 
     specs = draw(_with_partner(programs(), "inductor", 10), 400, seed=0)
     share = sum(s.plan.backend == "inductor" for s in specs) / len(specs)

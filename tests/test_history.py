@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pyfy_fuzz.cli import main
-from pyfy_fuzz.history import History, HistoryError, entry_for
+from pyfy_fuzz.reports.history import History, HistoryError, entry_for
 
 SUMMARY = {
     "cases": 100,

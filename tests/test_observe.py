@@ -6,7 +6,8 @@ from typing import Any
 
 import torch
 
-from pyfy_fuzz.observe import ExcObs, Target, _aliasing, named_inputs, observe_subject
+from pyfy_fuzz.case.observe import Target, _aliasing, exc_obs, named_inputs, observe_subject
+from pyfy_fuzz.schema.observation import ExcObs
 
 from .oracles.helpers import spec
 
@@ -21,10 +22,10 @@ def test_exception_records_type_names_and_unwraps_dynamo():
         except IndexError as inner:
             raise TorchRuntimeError("wrapped") from inner
     except TorchRuntimeError as exc:
-        e = ExcObs.of(exc, "call")
+        e = exc_obs(exc, "call")
     assert e.short_type == "IndexError" and e.message == "user error" and e.phase == "call"
-    assert e.is_a(ExcObs.of(LookupError("x"), "call"))
-    assert not ExcObs.of(LookupError("x"), "call").is_a(e)
+    assert e.is_a(exc_obs(LookupError("x"), "call"))
+    assert not exc_obs(LookupError("x"), "call").is_a(e)
 
 
 def test_backend_compiler_failed_names_the_inner_type():
@@ -34,10 +35,10 @@ def test_backend_compiler_failed_names_the_inner_type():
             self.inner_exception = inner
 
     exc = BackendCompilerFailed(AssertionError("boom"))
-    e = ExcObs.of(exc, "call")
+    e = exc_obs(exc, "call")
     assert e.short_type == "BackendCompilerFailed(AssertionError)"
     assert e.message.startswith("AssertionError: boom")
-    assert e.is_a(ExcObs.of(exc, "call"))
+    assert e.is_a(exc_obs(exc, "call"))
 
 
 def test_named_inputs_cover_bases_and_module_state():
@@ -83,7 +84,8 @@ def test_probes_see_writes_through_views_and_saved_tensors():
 
 
 def test_in_place_probe_changes_every_value():
-    from pyfy_fuzz.observe import _mutate, bitwise_equal
+    from oracles.compare import bitwise_equal
+    from pyfy_fuzz.case.observe import _mutate
 
     x = torch.tensor([float("nan"), float("inf"), 7.0, 4096.0], dtype=torch.float16)
     before = x.clone()
@@ -100,9 +102,9 @@ def test_backend_compiler_failed_is_judged_by_what_the_compiler_raised():
             self.inner_exception = inner
 
     BackendCompilerFailed.__module__ = "torch._dynamo.exc"
-    eager = ExcObs.of(RuntimeError("view modified in place"), "backward")
-    same = ExcObs.of(BackendCompilerFailed(RuntimeError("view modified in place")), "call")
-    crash = ExcObs.of(BackendCompilerFailed(AssertionError("internal")), "call")
+    eager = exc_obs(RuntimeError("view modified in place"), "backward")
+    same = exc_obs(BackendCompilerFailed(RuntimeError("view modified in place")), "call")
+    crash = exc_obs(BackendCompilerFailed(AssertionError("internal")), "call")
     assert same.is_a(eager) and not crash.is_a(eager)
 
 
@@ -112,8 +114,6 @@ def test_a_dynamo_error_raised_from_none_is_the_users_error() -> None:
     (a 20-minute campaign reported 7 false guard findings before this)."""
     import torch._dynamo
 
-    from pyfy_fuzz.observe import ExcObs
-
     def f(x: torch.Tensor) -> torch.Tensor:
         return x.view((1,))
 
@@ -121,13 +121,13 @@ def test_a_dynamo_error_raised_from_none_is_the_users_error() -> None:
     try:
         f(x)
     except RuntimeError as e:
-        eager = ExcObs.of(e, "call")
+        eager = exc_obs(e, "call")
     torch._dynamo.reset()
     try:
         torch.compile(f, backend="aot_eager")(x)
     except Exception as e:
         assert type(e).__name__ == "TorchRuntimeError" and e.__cause__ is None
-        compiled = ExcObs.of(e, "call")
+        compiled = exc_obs(e, "call")
     assert compiled.is_a(eager)
     assert not eager.is_a(compiled)
 

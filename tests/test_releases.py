@@ -1,5 +1,6 @@
-"""Note [Which releases have a bug] (pyfy_fuzz/releases.py): repro.py run under other torches,
-recorded per release, said in one line; and `pyfy-fuzz versions`, end to end, on a copy of a
+"""Note [Which releases have a bug] (pyfy_fuzz/corpus/releases.py): repro.py run under other
+torches, recorded per release, said in one line; and `pyfy-fuzz versions`, end to end, on a copy
+of a
 checked-in entry with this interpreter and with one that has no torch."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pyfy_fuzz.cli import main
-from pyfy_fuzz.releases import (
+from pyfy_fuzz.corpus.releases import (
     NEEDS_CUDA,
     Interpreter,
     InterpreterError,
@@ -202,8 +203,8 @@ def test_the_versions_command_refuses_bad_input_with_exit_2(
 
 
 def test_the_report_and_the_readme_say_which_releases_and_a_fix_changes_the_status() -> None:
-    from pyfy_fuzz.entry import readme
-    from pyfy_fuzz.triage_view import (
+    from pyfy_fuzz.corpus.entry import readme
+    from pyfy_fuzz.reports.triage_view import (
         Findings,
         entry_from_case,
         group_entries,
@@ -229,7 +230,7 @@ def test_the_report_and_the_readme_say_which_releases_and_a_fix_changes_the_stat
 def test_replay_on_cpu_says_a_gpu_entry_is_not_reproducible_on_cpu_never_fixed(
     tmp_path: Path,
 ) -> None:
-    from pyfy_fuzz.replay import replay
+    from pyfy_fuzz.campaign.replay import replay
 
     entry = _copy_entry(tmp_path)
     case = json.loads((entry / "case.json").read_text())

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 
 from generators import materialize, programs
 from pyfy_fuzz.cli import main
-from pyfy_fuzz.report import ReportError, load_runs, path_rows, render_html, render_text
+from pyfy_fuzz.reports.report import ReportError, load_runs, path_rows, render_html, render_text
 from pyfy_fuzz.schema.difference import CallRef, Difference, ExcFacts
 from pyfy_fuzz.schema.paths import ALL_PATHS
 
@@ -142,7 +142,7 @@ def test_coverage_from_several_processes_is_combined_and_reported(tmp_path: Path
     import subprocess
     import sys
 
-    from pyfy_fuzz.coverage_data import combine_coverage
+    from pyfy_fuzz.reports.coverage_data import combine_coverage
 
     mod = tmp_path / "target.py"
     mod.write_text("def f(x):\n    if x:\n        return 1\n    return 2\n")
@@ -189,7 +189,7 @@ def test_latest_run_column_and_skipping_bad_summaries(tmp_path: Path) -> None:
 
 
 def test_many_runs_are_summarised_in_one_line(tmp_path: Path) -> None:
-    from pyfy_fuzz.report import render_markdown
+    from pyfy_fuzz.reports.report import render_markdown
 
     runs = load_runs(
         [

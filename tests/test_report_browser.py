@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pyfy_fuzz.report import load_findings, load_runs, write_report
+from pyfy_fuzz.reports.report import load_findings, load_runs, write_report
 from pyfy_fuzz.schema.difference import CallRef, Difference, ExcFacts
 from pyfy_fuzz.schema.paths import ALL_PATHS
 

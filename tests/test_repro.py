@@ -42,12 +42,12 @@ from generators._spec import (
     ViewStep,
 )
 from generators.source import RELATE_FUNCTIONS
-from pyfy_fuzz import _repro_helpers as H
-from pyfy_fuzz._repro_check import read_check
-from pyfy_fuzz.entry import entry_files, readme
-from pyfy_fuzz.observe import bitwise_equal
-from pyfy_fuzz.pythonify import pythonify
-from pyfy_fuzz.repro import (
+from oracles.compare import bitwise_equal
+from pyfy_fuzz.case.runner import run_case
+from pyfy_fuzz.corpus import _repro_helpers as H
+from pyfy_fuzz.corpus._repro_check import read_check
+from pyfy_fuzz.corpus.entry import entry_files, readme
+from pyfy_fuzz.corpus.repro import (
     BACKENDS,
     MAX_LINES,
     ReproStopped,
@@ -55,7 +55,7 @@ from pyfy_fuzz.repro import (
     render_repro,
     repro_record,
 )
-from pyfy_fuzz.runner import run_case
+from pyfy_fuzz.pythonify import pythonify
 from pyfy_fuzz.schema.difference import CallRef, Difference, ExcFacts
 from pyfy_fuzz.schema.finding import Finding
 
@@ -1302,7 +1302,7 @@ def test_a_backward_node_without_seq_nr_is_its_own_check_not_an_unmapped_one() -
     each repro checks its own: a node with no seq_nr is not counted as unmapped."""
     from types import SimpleNamespace
 
-    from pyfy_fuzz import _repro_helpers as H
+    from pyfy_fuzz.corpus import _repro_helpers as H
 
     def node(name: str, **meta: Any) -> SimpleNamespace:
         return SimpleNamespace(name=name, meta=meta)

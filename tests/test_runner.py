@@ -23,10 +23,10 @@ from generators._spec import (
     Stmt,
     ViewStep,
 )
-from pyfy_fuzz.observe import Target, observe_subject
+from pyfy_fuzz.case.observe import Target, observe_subject
+from pyfy_fuzz.case.runner import _nondeterminism, run_case
+from pyfy_fuzz.case.subjects import BundledPythonify, Produced
 from pyfy_fuzz.pythonify import PythonifyUnsupported
-from pyfy_fuzz.runner import _nondeterminism, run_case
-from pyfy_fuzz.subjects import BundledPythonify, Produced
 
 from .oracles.helpers import spec
 
@@ -277,7 +277,7 @@ def test_seq_nr_order_false_positives_of_the_20_minute_campaign(spec_json: str) 
 def _compiled_plant(wrap: Any) -> Iterator[None]:
     """A planted torch bug: the stock torch.compile a case is judged on, wrapped."""
     # the module (the package's attribute of that name is the function)
-    compile_once = importlib.import_module("pyfy_fuzz.subjects.compile_once")
+    compile_once = importlib.import_module("pyfy_fuzz.case.subjects.compile_once")
     real = compile_once.plain_compile
     compile_once.plain_compile = lambda *a, **kw: wrap(real(*a, **kw))
     try:
@@ -382,7 +382,7 @@ def test_error_of_a_live_statement_is_reported_though_dead_code_raises_first():
 def test_dead_code_reference_only_where_the_raising_statement_is_dead():
     """The decision itself, on observations (no compile): a subject that returns where eager
     raised is judged against the live program only if the error came from dead code."""
-    from pyfy_fuzz.runner import _dead_code_errors
+    from pyfy_fuzz.case.runner import _dead_code_errors
 
     from .oracles.helpers import observe
 
@@ -668,7 +668,7 @@ def test_the_capture_and_the_stock_compile_do_not_share_a_recompile_limit():
     """Note [One code object, several compiles]: under Dynamo's default limit the stock
     compile hit FailOnRecompileLimitHit on the capture's cache entries, a pythonify finding."""
     from generators import ProgramSpec
-    from pyfy_fuzz.subjects import stock
+    from pyfy_fuzz.case.subjects import stock
 
     s = ProgramSpec.from_json(_RECOMPILES)
     torch._dynamo.reset()

@@ -1,5 +1,6 @@
-"""pyfy_fuzz.shrink: every candidate is a valid, strictly smaller spec; `reduce` descends to a
-small fixpoint, keeps what the predicate needs, and stops on its deadline and try budget; and a
+"""pyfy_fuzz.campaign.shrink: every candidate is a valid, strictly smaller spec; `reduce`
+descends to a small fixpoint, keeps what the predicate needs, and stops on its deadline and try
+budget; and a
 real torch bug buried in junk reduces to its one-statement core."""
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from generators._spec import (
     ViewStep,
     spec_from_dict,
 )
-from pyfy_fuzz.shrink import ShrinkResult, candidates, reduce, shrink_key
+from pyfy_fuzz.campaign.shrink import ShrinkResult, candidates, reduce, shrink_key
 
 SETTINGS = settings(
     max_examples=50, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
@@ -210,7 +211,9 @@ def test_the_family_mode_stays() -> None:
 
 
 def test_shrink_imports_no_torch() -> None:
-    code = "import sys, pyfy_fuzz.shrink; assert 'torch' not in sys.modules, 'torch imported'"
+    code = (
+        "import sys, pyfy_fuzz.campaign.shrink; assert 'torch' not in sys.modules, 'torch imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -302,7 +305,7 @@ def test_a_deadline_far_away_changes_nothing() -> None:
 def test_real_torch_bug_in_junk_reduces_to_its_core() -> None:
     """torch 2.13 (report T1): aot_eager loses the in-place mutation of a 0-d float64
     argument. Reduced with the campaign's predicate, same finding kind and oracle."""
-    from pyfy_fuzz.runner import run_case
+    from pyfy_fuzz.case.runner import run_case
 
     def findings(spec: ProgramSpec) -> set[tuple[str, str]]:
         torch._dynamo.reset()

@@ -1,5 +1,5 @@
 """The torch.compile a case is judged on is stock (Note [The stock reference] in
-pyfy_fuzz/subjects/stock.py): read torch's configuration *during* a real case, at each
+pyfy_fuzz/case/subjects/stock.py): read torch's configuration *during* a real case, at each
 compile Dynamo starts and at each lazily lowered backward, and check who ran under what."""
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ import torch
 from torch._dynamo.callback import CallbackArgs, CallbackTrigger, callback_handler
 
 from generators._spec import CallPlan
-from pyfy_fuzz.pythonify.capture import CAPTURE_SETTINGS
-from pyfy_fuzz.runner import run_case
-from pyfy_fuzz.subjects import (
+from pyfy_fuzz.case.runner import run_case
+from pyfy_fuzz.case.subjects import (
     COMPARABILITY,
     STOCK_KNOBS,
     WARM,
@@ -23,6 +22,7 @@ from pyfy_fuzz.subjects import (
     case_caches,
     non_stock,
 )
+from pyfy_fuzz.pythonify.capture import CAPTURE_SETTINGS
 
 from .oracles.helpers import spec
 
@@ -162,7 +162,7 @@ def test_each_case_gets_fresh_cache_directories_removed_after_it() -> None:
 
 
 def test_a_knob_this_torch_lacks_is_named_and_skipped_by_non_stock() -> None:
-    from pyfy_fuzz.subjects import stock
+    from pyfy_fuzz.case.subjects import stock
 
     knob = stock.Knob("torch._functorch.config", "no_such_knob_in_any_torch")
     with pytest.raises(RuntimeError, match="no_such_knob_in_any_torch is not a config entry"):

@@ -13,8 +13,8 @@ import pytest
 import torch
 import torch._logging._internal as internal
 
-from pyfy_fuzz import trace
-from pyfy_fuzz.trace import (
+from pyfy_fuzz.corpus import trace
+from pyfy_fuzz.corpus.trace import (
     TLPARSE_NOTICE,
     find_tlparse,
     structured_trace,
@@ -144,7 +144,7 @@ def test_missing_internal_degrades_with_one_warning(
     before = _state()
     ran = []
     for _ in range(2):
-        with caplog.at_level(logging.WARNING, logger="pyfy_fuzz.trace"):
+        with caplog.at_level(logging.WARNING, logger="pyfy_fuzz.corpus.trace"):
             with structured_trace(tmp_path):
                 _compile_and_run()
                 ran.append(True)
@@ -154,7 +154,7 @@ def test_missing_internal_degrades_with_one_warning(
     after = _state()
     assert after[0] is before[0] and after[2:] == before[2:]
     assert not any(tmp_path.iterdir())
-    messages = [r.getMessage() for r in caplog.records if r.name == "pyfy_fuzz.trace"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "pyfy_fuzz.corpus.trace"]
     assert len(messages) == 1 and "\n" not in messages[0]
     assert "torch._logging._internal.LazyTraceHandler" in messages[0]
 
@@ -165,11 +165,11 @@ def test_tlparse_absent_gives_none_and_one_notice(
     monkeypatch.setattr(trace.shutil, "which", lambda *a, **k: None)
     monkeypatch.setattr(trace, "_tlparse_notice_given", False)
     (tmp_path / "dedicated_log_torch_trace_x.log").write_text("V0101 00:00:00.000 1 x.py:1] {}\n")
-    with caplog.at_level(logging.WARNING, logger="pyfy_fuzz.trace"):
+    with caplog.at_level(logging.WARNING, logger="pyfy_fuzz.corpus.trace"):
         assert find_tlparse() is None
         assert tlparse_index(tmp_path) is None
         assert tlparse_index(tmp_path) is None
-    notices = [r.getMessage() for r in caplog.records if r.name == "pyfy_fuzz.trace"]
+    notices = [r.getMessage() for r in caplog.records if r.name == "pyfy_fuzz.corpus.trace"]
     assert notices == [TLPARSE_NOTICE]
     assert not (tmp_path / "tlparse").exists()
 
@@ -193,7 +193,7 @@ def test_tlparse_failure_gives_none(
     fake.chmod(0o755)
     monkeypatch.setattr(trace, "find_tlparse", lambda: str(fake))
     (tmp_path / "dedicated_log_torch_trace_x.log").write_text("junk\n")
-    with caplog.at_level(logging.WARNING, logger="pyfy_fuzz.trace"):
+    with caplog.at_level(logging.WARNING, logger="pyfy_fuzz.corpus.trace"):
         assert tlparse_index(tmp_path) is None
     assert any("exited 3" in r.getMessage() and "bad log" in r.getMessage() for r in caplog.records)
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from pyfy_fuzz.cli import main
-from pyfy_fuzz.report import load_runs, write_report
-from pyfy_fuzz.trend import trend_png
+from pyfy_fuzz.reports.report import load_runs, write_report
+from pyfy_fuzz.reports.trend import trend_png
 
 SUMMARY = {
     "cases": 120,

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from pyfy_fuzz.corpus import FORMAT
-from pyfy_fuzz.schema.difference import CallRef, Difference, ExcFacts
-from pyfy_fuzz.triage_view import (
+from pyfy_fuzz.corpus.store import FORMAT
+from pyfy_fuzz.reports.triage_view import (
     SEVERITIES,
     Findings,
     FindingsError,
@@ -25,6 +24,7 @@ from pyfy_fuzz.triage_view import (
     severity_of,
     title_of,
 )
+from pyfy_fuzz.schema.difference import CallRef, Difference, ExcFacts
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""The warm-cache subject (Note [The warm subject] in pyfy_fuzz/subjects/warm.py): the stock
+"""The warm-cache subject (Note [The warm subject] in pyfy_fuzz/case/subjects/warm.py): the stock
 compile again, after a Dynamo reset, served from AOTAutograd's cache in the case's directory.
 
 Most tests run aot_eager under the settings that make torch cache it (force_autograd_cache with
@@ -20,10 +20,10 @@ import torch
 import torch._functorch.config as fconfig
 
 from generators._spec import CallPlan
-from pyfy_fuzz.repro import render_repro
-from pyfy_fuzz.runner import run_case
+from pyfy_fuzz.case.runner import run_case
+from pyfy_fuzz.case.subjects import WARM, CacheCounts, served, warm_applies
+from pyfy_fuzz.corpus.repro import render_repro
 from pyfy_fuzz.schema.messages import SERVED, CaseOutcome
-from pyfy_fuzz.subjects import WARM, CacheCounts, served, warm_applies
 from tests.findings import values_finding
 
 from .oracles.helpers import spec
@@ -50,7 +50,7 @@ def _perturbed(*modules: str) -> Iterator[None]:
 
     saved = []
     for name in modules:
-        module = importlib.import_module(f"pyfy_fuzz.subjects.{name}")
+        module = importlib.import_module(f"pyfy_fuzz.case.subjects.{name}")
         real = module.plain_compile
         saved.append((module, real))
         module.plain_compile = lambda *a, real=real, **kw: off_by_one(real(*a, **kw))

@@ -11,9 +11,18 @@ import sys
 from collections.abc import Callable, Sequence
 
 from pyfy_fuzz import __version__
-
-from . import bench, migrate, nightly, pythonify, replay, report, run, selftest, versions
-from .common import EXIT_USAGE, PROG, CliError
+from pyfy_fuzz.cli import (
+    bench,
+    migrate,
+    nightly,
+    pythonify,
+    replay,
+    report,
+    run,
+    selftest,
+    versions,
+)
+from pyfy_fuzz.cli.common import EXIT_USAGE, PROG, CliError
 
 __all__ = ["EXIT_USAGE", "PROG", "CliError", "main"]
 

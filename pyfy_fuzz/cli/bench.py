@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from .common import Commands, check_device, check_json_path, cli_error, worker_count
+from pyfy_fuzz.cli.common import Commands, check_device, check_json_path, cli_error, worker_count
 
 __all__ = ["register", "cmd_bench"]
 
@@ -124,9 +124,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     check_json_path(args.json)
     check_device(args.device)
     families = _families(args.families)
-    from pyfy_fuzz.bench import BenchConfig, run_bench
-    from pyfy_fuzz.bench_tables import render
-    from pyfy_fuzz.pool import WorkerStartError
+    from pyfy_fuzz.bench.measure import BenchConfig, run_bench
+    from pyfy_fuzz.bench.tables import render
+    from pyfy_fuzz.campaign.pool import WorkerStartError
 
     config = BenchConfig(
         seed=args.seed,
@@ -147,7 +147,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise cli_error(f"workers cannot start: {str(e).splitlines()[0]}") from None
     print(render(result), end="")
     if args.json is not None:
-        from pyfy_fuzz.atomic import atomic_write
+        from pyfy_fuzz.schema.atomic import atomic_write
 
         atomic_write(args.json, json.dumps(result, indent=1) + "\n")
         print(f"wrote {args.json}")

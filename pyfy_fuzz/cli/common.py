@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
-    from pyfy_fuzz.history import History
+    from pyfy_fuzz.reports.history import History
 
 __all__ = [
     "EXIT_USAGE",
@@ -63,7 +63,7 @@ def check_device(device: str) -> None:
 
 def check_impl(name: str | None) -> None:
     if name == "torch":
-        from pyfy_fuzz.subjects.impl import torch_has_pythonify
+        from pyfy_fuzz.case.subjects.impl import torch_has_pythonify
 
         if not torch_has_pythonify():
             import torch
@@ -99,7 +99,7 @@ def check_out_dir(out: Path) -> None:
 def load_history(path: Path) -> History:
     """A nightly history (absent: empty); unreadable: a one-line error, its skipped entries
     warned about."""
-    from pyfy_fuzz.history import History, HistoryError
+    from pyfy_fuzz.reports.history import History, HistoryError
 
     try:
         history = History.load(path)

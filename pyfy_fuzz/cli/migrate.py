@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .common import Commands, check_device, cli_error, worker_count
+from pyfy_fuzz.cli.common import Commands, check_device, cli_error, worker_count
 
 __all__ = ["register", "cmd_migrate"]
 
@@ -63,9 +63,9 @@ def register(commands: Commands) -> None:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from pyfy_fuzz.corpus import CorpusError
-    from pyfy_fuzz.migrate import migrate, old_entries
-    from pyfy_fuzz.pool import WorkerStartError
+    from pyfy_fuzz.campaign.migrate import migrate, old_entries
+    from pyfy_fuzz.campaign.pool import WorkerStartError
+    from pyfy_fuzz.corpus.store import CorpusError
 
     workers = worker_count(args.workers)
     check_device(args.device)
@@ -88,7 +88,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         print(f"{old:<48} -> {new}  ({how})")
     for note in report.notes:
         print(f"warning: {note}", file=sys.stderr)
-    from pyfy_fuzz.trace import TLPARSE_NOTICE, find_tlparse
+    from pyfy_fuzz.corpus.trace import TLPARSE_NOTICE, find_tlparse
 
     if find_tlparse() is None:
         print(f"note: {TLPARSE_NOTICE}")
@@ -100,8 +100,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def _fold(corpus: Path, chosen: list[str], apart: list[str]) -> int:
     """The fold candidates, listed; those named by --fold (or all) folded, those named by
     --apart recorded as two causes (Note [One entry per identity across wrapper paths] in
-    pyfy_fuzz/corpus.py)."""
-    from pyfy_fuzz.corpus import Corpus, CorpusError
+    pyfy_fuzz/corpus/store.py)."""
+    from pyfy_fuzz.corpus.store import Corpus, CorpusError
 
     try:
         c = Corpus.open(corpus, create=False)
@@ -133,8 +133,8 @@ def _fold(corpus: Path, chosen: list[str], apart: list[str]) -> int:
 
 
 def _render(corpus: Path) -> int:
-    from pyfy_fuzz.corpus import CorpusError
-    from pyfy_fuzz.migrate import render
+    from pyfy_fuzz.campaign.migrate import render
+    from pyfy_fuzz.corpus.store import CorpusError
 
     try:
         done = render(corpus)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import (
+from pyfy_fuzz.cli.common import (
     Commands,
     check_device,
     check_out_dir,
@@ -14,7 +14,7 @@ from .common import (
     warn,
     worker_count,
 )
-from .run import run_and_summarise
+from pyfy_fuzz.cli.run import run_and_summarise
 
 __all__ = ["NIGHTS_IN_REPORT", "register", "cmd_nightly"]
 
@@ -53,9 +53,9 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     import datetime as dt
     import socket
 
-    from pyfy_fuzz.budget import parse_budget
-    from pyfy_fuzz.history import entry_for
-    from pyfy_fuzz.report import FindingsError, load_findings, load_runs, write_report
+    from pyfy_fuzz.campaign.budget import parse_budget
+    from pyfy_fuzz.reports.history import entry_for
+    from pyfy_fuzz.reports.report import FindingsError, load_findings, load_runs, write_report
 
     try:
         budget = parse_budget(args.budget)
@@ -73,7 +73,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     except OSError as e:
         raise cli_error(f"cannot create {runs_dir}: {e.strerror or e}") from None
     summary_path = runs_dir / f"{stamp}-{socket.gethostname()}.json"  # never overwrites
-    from pyfy_fuzz.campaign import CampaignConfig
+    from pyfy_fuzz.campaign.campaign import CampaignConfig
 
     config = CampaignConfig(
         budget_s=budget,

@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .common import CliError, Commands
+from pyfy_fuzz.cli.common import CliError, Commands
 
 __all__ = ["register", "cmd_pythonify"]
 

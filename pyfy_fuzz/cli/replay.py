@@ -8,7 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import Commands, check_device, check_impl, check_json_path, cli_error, worker_count
+from pyfy_fuzz.cli.common import (
+    Commands,
+    check_device,
+    check_impl,
+    check_json_path,
+    cli_error,
+    worker_count,
+)
 
 __all__ = ["register", "cmd_replay"]
 
@@ -46,8 +53,8 @@ def register(commands: Commands) -> None:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from pyfy_fuzz.corpus import CorpusError
-    from pyfy_fuzz.replay import collect, replay
+    from pyfy_fuzz.campaign.replay import collect, replay
+    from pyfy_fuzz.corpus.store import CorpusError
 
     workers = worker_count(args.workers)
     check_json_path(args.json)
@@ -67,7 +74,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         tail = repro if o.repro is not None else ""
         print(f"{o.verdict:<15} {o.entry.signature:<48} {o.detail}{tail}", flush=True)
 
-    from pyfy_fuzz.pool import WorkerStartError
+    from pyfy_fuzz.campaign.pool import WorkerStartError
 
     try:
         report = replay(
@@ -95,7 +102,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         counts["damaged"] = damaged
     print("replay: " + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())))
     if args.json is not None:
-        from pyfy_fuzz.atomic import atomic_write
+        from pyfy_fuzz.schema.atomic import atomic_write
 
         atomic_write(args.json, json.dumps(report.to_dict(), indent=1) + "\n")
     return report.exit_code

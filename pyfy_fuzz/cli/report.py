@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import Commands, check_out_dir, cli_error, load_history, warn
+from pyfy_fuzz.cli.common import Commands, check_out_dir, cli_error, load_history, warn
 
 __all__ = ["register", "cmd_report"]
 
@@ -55,7 +55,7 @@ def register(commands: Commands) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     import datetime as dt
 
-    from pyfy_fuzz.report import (
+    from pyfy_fuzz.reports.report import (
         FindingsError,
         ReportError,
         load_findings,

@@ -12,7 +12,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .common import Commands, check_device, check_impl, check_json_path, cli_error, worker_count
+from pyfy_fuzz.cli.common import (
+    Commands,
+    check_device,
+    check_impl,
+    check_json_path,
+    cli_error,
+    worker_count,
+)
 
 __all__ = [
     "CASE_TIMEOUT_S",
@@ -106,8 +113,8 @@ def register(commands: Commands) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from pyfy_fuzz.budget import parse_budget
-    from pyfy_fuzz.streams import parse_shard
+    from pyfy_fuzz.campaign.budget import parse_budget
+    from pyfy_fuzz.campaign.streams import parse_shard
 
     try:
         budget = parse_budget(args.budget)
@@ -138,7 +145,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_json_path(args.json)
     check_device(args.device)
     check_impl(args.pythonify)
-    from pyfy_fuzz.campaign import BackendMix, CampaignConfig, default_mix
+    from pyfy_fuzz.campaign.campaign import BackendMix, CampaignConfig, default_mix
 
     mix = BackendMix(args.backend) if args.backend else default_mix(args.device)
 
@@ -183,9 +190,9 @@ def _config_knobs(text: str | None) -> tuple[str, ...] | None:
 
 def run_and_summarise(config: Any) -> Any:
     """Run it, turn what stops it from starting into a one-line exit 2, print the summary."""
-    from pyfy_fuzz.campaign import run_campaign
-    from pyfy_fuzz.corpus import CorpusError
-    from pyfy_fuzz.pool import WorkerStartError
+    from pyfy_fuzz.campaign.campaign import run_campaign
+    from pyfy_fuzz.campaign.pool import WorkerStartError
+    from pyfy_fuzz.corpus.store import CorpusError
 
     try:
         result = run_campaign(config)
@@ -251,7 +258,7 @@ def _print_findings(found: list[dict[str, Any]], out: Any, torch: str = "") -> N
 
 
 def print_summary(s: dict[str, Any], out: Any) -> None:
-    from pyfy_fuzz.budget import format_duration
+    from pyfy_fuzz.campaign.budget import format_duration
 
     c = s["config"]
     print(

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import Commands, check_json_path, cli_error, worker_count
+from pyfy_fuzz.cli.common import Commands, check_json_path, cli_error, worker_count
 
 __all__ = ["register", "cmd_selftest"]
 
@@ -46,7 +46,7 @@ def register(commands: Commands) -> None:
 def cmd_selftest(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from pyfy_fuzz.budget import parse_budget
+    from pyfy_fuzz.campaign.budget import parse_budget
     from pyfy_fuzz.selftest import BY_NAME, MUTANTS
 
     if args.list:
@@ -120,7 +120,7 @@ def _write_json(
 ) -> None:
     import torch
 
-    from pyfy_fuzz.atomic import atomic_write
+    from pyfy_fuzz.schema.atomic import atomic_write
 
     doc = {
         "kill_rate": len(killed) / max(1, len(results)),

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import Commands, check_json_path, cli_error
+from pyfy_fuzz.cli.common import Commands, check_json_path, cli_error
 
 __all__ = ["register", "cmd_versions"]
 
@@ -45,9 +45,9 @@ def register(commands: Commands) -> None:
 def cmd_versions(args: argparse.Namespace) -> int:
     """Long: it checks the arguments, probes each interpreter, runs the repros, writes each
     record into its entry as it comes, then prints one line per entry and the exit status."""
-    from pyfy_fuzz.corpus import Corpus, CorpusError, Entry
-    from pyfy_fuzz.entry import readme_of
-    from pyfy_fuzz.releases import (
+    from pyfy_fuzz.campaign.replay import collect
+    from pyfy_fuzz.corpus.entry import readme_of
+    from pyfy_fuzz.corpus.releases import (
         InterpreterError,
         ReleaseRecord,
         merge,
@@ -56,7 +56,7 @@ def cmd_versions(args: argparse.Namespace) -> int:
         releases_line,
         run_versions,
     )
-    from pyfy_fuzz.replay import collect
+    from pyfy_fuzz.corpus.store import Corpus, CorpusError, Entry
 
     check_json_path(args.json)
     if not args.timeout > 0:
@@ -117,7 +117,7 @@ def cmd_versions(args: argparse.Namespace) -> int:
             }
         )
     if args.json is not None:
-        from pyfy_fuzz.atomic import atomic_write
+        from pyfy_fuzz.schema.atomic import atomic_write
 
         doc = {
             "interpreters": [vars(i) for i in interpreters],

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
 import os
+import tempfile
 import time
 import types
 from collections.abc import Callable
@@ -12,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..atomic import atomic_write
 from . import regions
 from .capture import capture
 from .errors import PythonifyUnsupported
@@ -58,6 +59,23 @@ def _check_path(path: str | os.PathLike[str]) -> Path:
     if p.is_dir():
         raise ValueError(f"cannot write {p}: it is a directory")
     return p
+
+
+def _write(path: Path, source: str) -> None:
+    """Write the file whole or not at all: a temp file beside it, fsynced, renamed over it.
+    A kill mid-write leaves the previous file (or none), never half of one. pythonify's own,
+    not the harness's: the generator imports nothing of the harness that tests it."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(source)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def pythonify(
@@ -132,7 +150,7 @@ def _pythonify_one(
     ir = build_ir(cap)
     source = generate(ir)
     compile(source, str(out), "exec")  # a codegen bug must fail here, not in the user's run
-    atomic_write(out, source)
+    _write(out, source)
     t2 = time.perf_counter()
     return PythonifyResult(
         path=out,
@@ -183,7 +201,7 @@ def _pythonify_regions(
     files = [None if r is None else r.source for r in results]
     source = regions.generate(sp, files, f"    regions with a graph: {len(compiled)}")
     compile(source, str(out), "exec")
-    atomic_write(out, source)
+    _write(out, source)
     calls = [
         r.compiled if r is not None else regions.region_function(parsed, sp, k)
         for k, r in enumerate(results)

@@ -9,10 +9,10 @@ header, the runtime helpers, the compiled graphs, the guards and the entry point
 
 from __future__ import annotations
 
-from ..sourcepin import pin
 from . import file_runtime, wrappers
 from .ir import CompiledGraph, GuardNode, PythonifyIR, TensorGuard
 from .meta import EmitContext, HookReplay
+from .sourcepin import pin
 from .wrappers import cudagraph
 from .wrappers.source import runtime_source, type_var
 

@@ -45,8 +45,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..sourcepin import pin
 from .errors import PythonifyUnsupported
+from .sourcepin import pin
 
 __all__ = [
     "Function",

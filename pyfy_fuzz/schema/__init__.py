@@ -10,7 +10,7 @@ corpus entry's case.json (`case`) and the messages between the campaign and its 
 
 from __future__ import annotations
 
-from . import paths as _paths
-from .paths import *  # noqa: F403  (the vocabulary's __all__, re-exported)
+from pyfy_fuzz.schema import paths as _paths
+from pyfy_fuzz.schema.paths import *  # noqa: F403  (the vocabulary's __all__, re-exported)
 
 __all__ = list(_paths.__all__)

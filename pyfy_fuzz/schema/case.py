@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
-from .finding import FindingKind, Subject, as_kind, as_subject
-from .spec import SpecError, spec_from_dict
+from pyfy_fuzz.schema.finding import FindingKind, Subject, as_kind, as_subject
+from pyfy_fuzz.schema.spec import SpecError, spec_from_dict
 
 __all__ = [
     "BUG_IN",
@@ -107,7 +107,7 @@ class CaseRecord:
     first_seen: str | None = None  # ISO time
     last_seen: str | None = None  # ISO time
     shrink: dict[str, Any] | None = None  # how the program was shrunk
-    # repro.py run under other torches: ReleaseRecord dicts (pyfy_fuzz/releases.py)
+    # repro.py run under other torches: ReleaseRecord dicts (pyfy_fuzz/corpus/releases.py)
     releases: list[dict[str, Any]] | None = None
     # the optional fields the file had (Note [Fields a case may lack])
     present: frozenset[str] = frozenset()

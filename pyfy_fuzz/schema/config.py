@@ -43,6 +43,7 @@ __all__ = [
     "capture_options",
     "check_config",
     "compile_knobs",
+    "stock_compile",
 ]
 
 KnobKind = Literal["compile", "call", "capture", "aot", "inputs"]
@@ -249,3 +250,11 @@ def compile_knobs(config: tuple[str, ...], device: str) -> list[ConfigKnob]:
     kind = device.split(":", 1)[0]
     knobs = [CATALOGUE[name] for name in config]
     return [k for k in knobs if k.kind == "compile" and kind in k.devices]
+
+
+def stock_compile(backend: str, mode: str | None, device: str) -> tuple[str, str | None]:
+    """(backend, mode) of the torch.compile a case is judged on (Note [The CUDA-graph
+    reference]): on CUDA, reduce-overhead under aot_eager is torch's `cudagraphs` backend."""
+    if mode == "reduce-overhead" and backend == "aot_eager" and device.startswith("cuda"):
+        return "cudagraphs", None
+    return backend, mode

@@ -8,7 +8,7 @@ the call, a gradient, a probe, the seq_nr mapping, an exception, ...), which pro
 shape, requires_grad, `_base`, ...), and the two sides as JSON data. Everything after the
 oracles reads these fields: the bug identity (`aspect`), the folding of one bug's echoes into
 its cause (oracles/consequences.py), the severity, the title, and the one check a repro.py
-makes (pyfy_fuzz/_repro_check.py). The English a person reads (`describe`) is rendered from
+makes (pyfy_fuzz/corpus/_repro_check.py). The English a person reads (`describe`) is rendered from
 them and never read back, so rewording a line renames nothing and a long explanation cut to
 "... and N more" still folds (the fields are all kept).
 
@@ -50,7 +50,7 @@ __all__ = [
 
 CallKind = Literal["plan", "variant", "sequence", "probe", "setup"]
 CALL_KINDS: tuple[CallKind, ...] = get_args(CallKind)
-# The probes' fresh calls (pyfy_fuzz.observe): write into each output, bump the arguments'
+# The probes' fresh calls (pyfy_fuzz.case.observe): write into each output, bump the arguments'
 # versions before backward, save the arguments before the call and backward after it.
 ProbeKind = Literal["in-place", "version", "saved"]
 PROBES: tuple[ProbeKind, ...] = get_args(ProbeKind)

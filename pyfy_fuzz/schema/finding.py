@@ -13,8 +13,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, get_args
 
-from .difference import Difference, describe, reference_of
-from .paths import signature_paths
+from pyfy_fuzz.schema.difference import Difference, describe, reference_of
+from pyfy_fuzz.schema.paths import signature_paths
 
 __all__ = [
     "CAMPAIGN_KINDS",
@@ -37,7 +37,7 @@ __all__ = [
 OracleKind = Literal["compile-divergence", "pythonify-divergence", "crash", "guard-unsound"]
 # What only a campaign can see: a case that killed its worker, outlived its time limit, made
 # pyfy-fuzz itself raise, or left its process broken for every later case (the canary fails
-# after it: Note [A broken process] in pyfy_fuzz/worker.py). Oracles never produce these.
+# after it: Note [A broken process] in pyfy_fuzz/campaign/worker.py). Oracles never produce these.
 CampaignKind = Literal["interpreter-crash", "hang", "harness-error", "process-broken"]
 FindingKind = OracleKind | CampaignKind
 KINDS: tuple[OracleKind, ...] = get_args(OracleKind)

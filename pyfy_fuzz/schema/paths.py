@@ -10,8 +10,8 @@ finding's identity does not depend on the module it tests.
 
 from __future__ import annotations
 
-from .spec import CALL_RELATIONS as _RELATIONS
-from .spec import ProgramSpec, variant_tokens
+from pyfy_fuzz.schema.spec import CALL_RELATIONS as _RELATIONS
+from pyfy_fuzz.schema.spec import ProgramSpec, variant_tokens
 
 __all__ = [
     "ALL_PATHS",

@@ -20,8 +20,8 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from .config import CATALOGUE as _CATALOGUE
-from .config import check_config
+from pyfy_fuzz.schema.config import CATALOGUE as _CATALOGUE
+from pyfy_fuzz.schema.config import check_config
 
 __all__ = [
     "ALIASING_RELATIONS",

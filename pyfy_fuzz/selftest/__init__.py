@@ -5,6 +5,6 @@ budgeted campaign against each, and report which ones the oracles caught and how
 mutant that survives means a missing oracle or generator feature.
 """
 
-from .mutants import BY_NAME, MUTANTS, Edit, Mutant, MutantPythonify
+from pyfy_fuzz.selftest.mutants import BY_NAME, MUTANTS, Edit, Mutant, MutantPythonify
 
 __all__ = ["BY_NAME", "MUTANTS", "Edit", "Mutant", "MutantPythonify"]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyfy_fuzz.case.subjects.impl import BundledPythonify, Produced
 from pyfy_fuzz.pythonify.ir import (
     AOTDedupeWrapperNode,
     AOTDispatchSubclassWrapperNode,
@@ -29,7 +30,6 @@ from pyfy_fuzz.pythonify.ir import (
     PythonifyIR,
     SubclassMeta,
 )
-from pyfy_fuzz.subjects.impl import BundledPythonify, Produced
 
 __all__ = [
     "BY_NAME",

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .mutants import Mutant, MutantPythonify
+from pyfy_fuzz.selftest.mutants import Mutant, MutantPythonify
 
 __all__ = [
     "CONFIRM_TRIES",
@@ -67,7 +67,7 @@ def run_mutant(
     workdir: Path,
     backend: str = "aot_eager",
 ) -> MutantResult:
-    from pyfy_fuzz.campaign import CampaignConfig, run_campaign
+    from pyfy_fuzz.campaign.campaign import CampaignConfig, run_campaign
 
     config = CampaignConfig(
         budget_s=budget_s,
@@ -130,8 +130,8 @@ def confirm(mutant: Mutant, spec_json: str | None, backend: str) -> tuple[bool, 
     import torch._dynamo
 
     from generators import ProgramSpec
-    from pyfy_fuzz.runner import run_case
-    from pyfy_fuzz.subjects.impl import BundledPythonify
+    from pyfy_fuzz.case.runner import run_case
+    from pyfy_fuzz.case.subjects.impl import BundledPythonify
 
     spec = ProgramSpec.from_json(spec_json)
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
-from pyfy_fuzz.subjects import BundledPythonify
-from pyfy_fuzz.subjects.impl import Produced
+from pyfy_fuzz.case.subjects import BundledPythonify
+from pyfy_fuzz.case.subjects.impl import Produced
 
 
 def _has_float64(args: tuple[Any, ...]) -> bool:
@@ -117,8 +117,9 @@ def sleeps() -> Sleeps:
 
 
 class Float64LeavesAMode(_Planted):
-    """A generator bug that breaks the process (Note [A broken process] in pyfy_fuzz/worker.py):
-    the file's `call` enters a TorchDispatchMode for float64 arguments and never leaves it, so
+    """A generator bug that breaks the process (Note [A broken process] in
+    pyfy_fuzz/campaign/worker.py): the file's `call` enters a TorchDispatchMode for float64
+    arguments and never leaves it, so
     every op after it in the process runs through the mode."""
 
     def after(self, produced: Produced) -> None:

@@ -20,13 +20,13 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-import pyfy_fuzz.worker as worker
+import pyfy_fuzz.campaign.worker as worker
 from generators import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt, spec_from_dict
-from pyfy_fuzz.campaign import Campaign, CampaignConfig, run_campaign
-from pyfy_fuzz.corpus import Corpus
-from pyfy_fuzz.pool import Pool
-from pyfy_fuzz.replay import replay
-from pyfy_fuzz.repro import check_repro
+from pyfy_fuzz.campaign.campaign import Campaign, CampaignConfig, run_campaign
+from pyfy_fuzz.campaign.pool import Pool
+from pyfy_fuzz.campaign.replay import replay
+from pyfy_fuzz.corpus.repro import check_repro
+from pyfy_fuzz.corpus.store import Corpus
 from pyfy_fuzz.schema.messages import Broken, CaseOutcome, Died, Done, Serve
 
 IMPL = "tests.campaign.impls:float64_leaves_a_mode"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pyfy_fuzz.budget import format_duration, parse_budget
-from pyfy_fuzz.streams import Streams, parse_shard, stream_seed
+from pyfy_fuzz.campaign.budget import format_duration, parse_budget
+from pyfy_fuzz.campaign.streams import Streams, parse_shard, stream_seed
 
 
 @pytest.mark.parametrize(

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from generators import spec_from_dict
-from pyfy_fuzz.campaign import CampaignConfig, run_campaign
-from pyfy_fuzz.corpus import Corpus
-from pyfy_fuzz.replay import replay
+from pyfy_fuzz.campaign.campaign import CampaignConfig, run_campaign
+from pyfy_fuzz.campaign.replay import replay
+from pyfy_fuzz.corpus.store import Corpus
 
 pytestmark = pytest.mark.slow
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from pyfy_fuzz.corpus import FORMAT, Corpus
-from pyfy_fuzz.entry import entry_files
-from pyfy_fuzz.repro import MAX_LINES
+from pyfy_fuzz.corpus.entry import entry_files
+from pyfy_fuzz.corpus.repro import MAX_LINES
+from pyfy_fuzz.corpus.store import FORMAT, Corpus
 
 ROOT = Path(__file__).resolve().parents[2] / "corpus"
 

@@ -166,7 +166,7 @@ def test_the_default_backend_is_a_mix_and_backend_pins_one(
 
 
 def test_a_backend_mix_must_mix() -> None:
-    from pyfy_fuzz.campaign import BackendMix
+    from pyfy_fuzz.campaign.campaign import BackendMix
 
     for bad in (("inductor", "inductor", 4), ("aot_eager", "inductor", 1), ("aot_eager", None, 4)):
         with pytest.raises(ValueError):
@@ -208,7 +208,7 @@ def test_config_pins_every_drawn_case() -> None:
     from hypothesis import strategies as st
 
     from generators import programs
-    from pyfy_fuzz.worker import _with_config
+    from pyfy_fuzz.campaign.worker import _with_config
 
     seen: list[tuple[str, ...]] = []
 

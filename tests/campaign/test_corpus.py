@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from generators import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
-from pyfy_fuzz.corpus import CASE, FORMAT, Corpus, CorpusError, atomic_write
+from pyfy_fuzz.corpus.store import CASE, FORMAT, Corpus, CorpusError, atomic_write
 
 
 def _spec(n_stmts: int = 1) -> ProgramSpec:
@@ -167,7 +167,7 @@ def test_atomic_write_leaves_the_old_file_when_writing_fails(
     def full(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("pyfy_fuzz.atomic.os.fsync", full)
+    monkeypatch.setattr("pyfy_fuzz.schema.atomic.os.fsync", full)
     with pytest.raises(OSError, match="No space"):
         atomic_write(target, "new")
     assert target.read_text() == "old"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pyfy_fuzz.corpus import Corpus
+from pyfy_fuzz.corpus.store import Corpus
 
 pytestmark = pytest.mark.slow
 

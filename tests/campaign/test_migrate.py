@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from pyfy_fuzz.campaign.migrate import _kept_case, _merge, old_entries
 from pyfy_fuzz.cli import main
-from pyfy_fuzz.corpus import CASE, FORMAT, Corpus
-from pyfy_fuzz.migrate import _kept_case, _merge, old_entries
+from pyfy_fuzz.corpus.store import CASE, FORMAT, Corpus
 from pyfy_fuzz.schema.case import CaseError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from oracles.identity import PENDING
-from pyfy_fuzz.campaign import MAX_SHRINKS_PER_COARSE, Campaign, CampaignConfig
-from pyfy_fuzz.pool import Event
+from pyfy_fuzz.campaign.campaign import MAX_SHRINKS_PER_COARSE, Campaign, CampaignConfig
+from pyfy_fuzz.campaign.pool import Event
 from pyfy_fuzz.schema.messages import CaseOutcome, Done, Found, Known, Report, Shrunk
 from tests.findings import SIN, values_finding
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-import pyfy_fuzz.campaign as campaign_module
-from pyfy_fuzz.campaign import Campaign, CampaignConfig
-from pyfy_fuzz.corpus import Corpus
-from pyfy_fuzz.pool import Event, mp_context
-from pyfy_fuzz.repro import NOT_RUN
+import pyfy_fuzz.campaign.campaign as campaign_module
+from pyfy_fuzz.campaign.campaign import Campaign, CampaignConfig
+from pyfy_fuzz.campaign.pool import Event, mp_context
+from pyfy_fuzz.corpus.repro import NOT_RUN
+from pyfy_fuzz.corpus.store import Corpus
 from pyfy_fuzz.schema.messages import Found, Shrunk
 from tests.campaign.impls import SLEEP_S
 from tests.findings import SIN, crash_finding, values_finding
@@ -107,7 +107,7 @@ def test_a_repro_check_skips_an_entry_gone_since_it_was_queued(
     """An entry superseded or merged between being saved and its repro's turn (the 11-27 CI
     selftest's compile-divergence.versions entry) is no longer there to run: the check moves
     on to the next rather than the thread dying on FileNotFoundError."""
-    import pyfy_fuzz.repro as repro_module
+    import pyfy_fuzz.corpus.repro as repro_module
 
     c = Campaign(CampaignConfig(budget_s=60, corpus=tmp_path / "corpus", progress="quiet"))
     c._repro_checks.put(None)  # the campaign's own checker thread ends: this test is the one

@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from generators import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
-from pyfy_fuzz.progress import make_progress, status_line
-from pyfy_fuzz.runner import run_case
-from pyfy_fuzz.subjects.impl import PluginUnavailable, TorchPythonify, torch_has_pythonify
+from pyfy_fuzz.campaign.progress import make_progress, status_line
+from pyfy_fuzz.case.runner import run_case
+from pyfy_fuzz.case.subjects.impl import PluginUnavailable, TorchPythonify, torch_has_pythonify
 
 
 def test_stock_torch_has_no_pythonify_and_the_plugin_says_so() -> None:

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-import pyfy_fuzz.worker as worker
+import pyfy_fuzz.campaign.worker as worker
 from generators import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
+from pyfy_fuzz.case.subjects import BundledPythonify
 from pyfy_fuzz.schema.messages import Broken, CaseOutcome, Done, Note, Serve
-from pyfy_fuzz.subjects import BundledPythonify
 
 SPEC = ProgramSpec(
     family="input_mutation",

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from generators import ProgramSpec, RootSpec
-from pyfy_fuzz.pool import Died, Pool
+from pyfy_fuzz.campaign.pool import Died, Pool
+from pyfy_fuzz.campaign.worker import WorkerConfig
 from pyfy_fuzz.schema.messages import Avoid, Bye, Done, Known, Serve
-from pyfy_fuzz.worker import WorkerConfig
 from tests.findings import SIN
 
 pytestmark = pytest.mark.slow  # starts the fork server (imports torch): ~5 s

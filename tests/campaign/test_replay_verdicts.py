@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from pyfy_fuzz.corpus import Entry
-from pyfy_fuzz.pool import Died
-from pyfy_fuzz.replay import ReplayOutcome, ReplayReport, _matches, _verdict
+from pyfy_fuzz.campaign.pool import Died
+from pyfy_fuzz.campaign.replay import ReplayOutcome, ReplayReport, _matches, _verdict
+from pyfy_fuzz.corpus.store import Entry
 from pyfy_fuzz.schema.messages import CaseOutcome, Done
 
 CASE = {
@@ -121,7 +121,7 @@ def test_a_damaged_entry_fails_the_replay_and_is_left_as_it_is(
     regression case CI can no longer run: replay says so as an error and exits 1, and never
     rewrites it. A directory without case.json is no entry: a warning."""
     from pyfy_fuzz.cli import main
-    from pyfy_fuzz.corpus import Problem
+    from pyfy_fuzz.corpus.store import Problem
 
     root = tmp_path / "corpus"
     (root / "damaged").mkdir(parents=True)

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from pyfy_fuzz.campaign import Campaign, CampaignConfig
-from pyfy_fuzz.corpus import Corpus
-from pyfy_fuzz.pool import Event
+from pyfy_fuzz.campaign.campaign import Campaign, CampaignConfig
+from pyfy_fuzz.campaign.pool import Event
+from pyfy_fuzz.corpus.store import Corpus
 from pyfy_fuzz.schema.messages import CaseOutcome, Done, Found, Shrunk
 from tests.findings import SIN, values_finding
 
@@ -29,7 +29,7 @@ BUDGET = 120.0
 SHARD = """
 import sys, time
 from pathlib import Path
-from pyfy_fuzz.campaign import CampaignConfig, run_campaign
+from pyfy_fuzz.campaign.campaign import CampaignConfig, run_campaign
 
 k, tmp = int(sys.argv[1]), Path(sys.argv[2])
 (tmp / f"ready{k}").write_text("")

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 import oracles
 from generators import ProgramSpec, materialize, programs
 from oracles import Evidence
-from pyfy_fuzz.observe import Target, observe_subject
+from pyfy_fuzz.case.observe import Target, observe_subject
 from pyfy_fuzz.schema.paths import SPEC_PATHS, spec_paths
 
 SETTINGS = settings(

@@ -34,8 +34,8 @@ from generators import (
     programs,
     render,
 )
-from pyfy_fuzz.fp64 import to_fp64
-from pyfy_fuzz.runner import run_case
+from pyfy_fuzz.case.fp64 import to_fp64
+from pyfy_fuzz.case.runner import run_case
 
 # What torch says when one op gets tensors on two devices (set_ and copy_ included).
 _MISMATCH = ("same device", "two devices", "different device", "devices must match")

@@ -24,7 +24,7 @@ from generators._spec import (
     Stmt,
     validate,
 )
-from pyfy_fuzz.runner import run_case
+from pyfy_fuzz.case.runner import run_case
 
 
 def _spec(fn: FunctionSpec, args: tuple[str, ...], grads: tuple[str, str] = ("leaf", "leaf")):

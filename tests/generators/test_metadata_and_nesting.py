@@ -11,7 +11,7 @@ from hypothesis.errors import NoSuchExample
 
 from generators import materialize, programs
 from generators._spec import ProgramSpec
-from pyfy_fuzz.runner import run_case
+from pyfy_fuzz.case.runner import run_case
 
 SETTINGS = settings(
     database=None,

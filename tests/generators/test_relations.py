@@ -28,7 +28,7 @@ from generators._spec import (
 )
 from generators.source import RELATE_TOKENS, variant_changes
 from oracles import Evidence
-from pyfy_fuzz.observe import Target, observe_subject
+from pyfy_fuzz.case.observe import Target, observe_subject
 from pyfy_fuzz.schema.paths import spec_paths
 
 # a0 mutated, a1 read: their overlap decides the result; a2 a leaf requiring grad

@@ -16,7 +16,8 @@ import torch
 from generators import materialize
 from generators._spec import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt, ViewStep
 from oracles import Evidence
-from pyfy_fuzz.observe import SubjectObs, Target, observe_subject
+from pyfy_fuzz.case.observe import Target, observe_subject
+from pyfy_fuzz.schema.observation import SubjectObs
 
 
 def spec(

@@ -14,7 +14,7 @@ from oracles import Finding
 from oracles.guards import REUSED_ALIASING
 from oracles.identity import severity_of
 from oracles.seq_nr import unmapped_class
-from pyfy_fuzz.observe import ExcObs
+from pyfy_fuzz.case.observe import exc_obs
 
 from .helpers import edited, evidence, mapped, spec
 
@@ -173,7 +173,7 @@ def test_every_symptom_of_a_graph_reused_for_other_aliasing_is_one_bug() -> None
     assert values.oracle == "guards" and values.aspect == REUSED_ALIASING
     # The same reuse raising instead: a crash of the reused graph is the same missing guard.
     assert ev.compiled.variant is not None
-    ev = edited(ev, "compiled", raised=ExcObs.of(RuntimeError("setStorage: out of bounds"), "call"))
+    ev = edited(ev, "compiled", raised=exc_obs(RuntimeError("setStorage: out of bounds"), "call"))
     (crash,) = oracles.check_all(ev)
     assert crash.kind == "compile-divergence" and crash.exc_type is None
     assert crash.coarse == values.coarse and severity_of(crash.to_dict()) == 1
@@ -184,7 +184,7 @@ def test_every_symptom_of_a_graph_reused_for_other_aliasing_is_one_bug() -> None
     # Where call 0 raised, no graph was there to reuse: the error is identified as any error.
     ev = edited(ev, "compiled", recompiled=False)
     ev = edited(
-        ev, "compiled", 0, raised=ExcObs.of(RuntimeError("setStorage: out of bounds"), "call")
+        ev, "compiled", 0, raised=exc_obs(RuntimeError("setStorage: out of bounds"), "call")
     )
     assert REUSED_ALIASING not in [f.aspect for f in oracles.check_all(ev)]
 

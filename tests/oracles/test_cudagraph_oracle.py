@@ -12,7 +12,7 @@ import oracles
 from generators._spec import CallPlan
 from oracles.by_design import recording
 from oracles.cudagraph import OVERWRITTEN
-from pyfy_fuzz.observe import ExcObs
+from pyfy_fuzz.case.observe import exc_obs
 
 from .helpers import edited, evidence, spec
 
@@ -100,5 +100,5 @@ def test_skips_are_not_compared_off_cuda_or_after_a_raise() -> None:
     never = {"captures": 0, "replays": 0, "eager_runs": 2, "skipped": None}
     quiet = replace(ev, pythonified=replace(ev.pythonified, extra={"_cudagraph_inference": never}))
     assert oracles.cudagraph.check(quiet) == []
-    raised = ExcObs.of(RuntimeError("x"), "call")
+    raised = exc_obs(RuntimeError("x"), "call")
     assert oracles.cudagraph.check(edited(ev, "compiled", 1, raised=raised)) == []

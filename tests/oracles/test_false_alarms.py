@@ -13,7 +13,7 @@ import torch
 import oracles
 from generators._spec import FunctionSpec, OutSpec
 from oracles.by_design import recording
-from pyfy_fuzz.runner import _EagerQuirks, dead_statements
+from pyfy_fuzz.case.runner import _EagerQuirks, dead_statements
 
 from .helpers import evidence, mapped, spec
 
@@ -165,7 +165,7 @@ def test_compile_refusing_an_as_strided_view_chain_mutation_is_by_design(variant
     10-minute campaign's crash.exceptions.02b6ad7bf0af) -- on the guards oracle's variant call
     too (the next campaign's crash.guards.02b6ad7bf0af)."""
     from generators._spec import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
-    from pyfy_fuzz.runner import run_case
+    from pyfy_fuzz.case.runner import run_case
 
     spec = ProgramSpec(
         family="input_mutation",
@@ -190,7 +190,7 @@ def test_a_dtype_variant_changes_a_float64_argument():
     a non-leaf) and it read as guard-unsound (the campaign's guard-unsound.guards.9cf52b73e6c5).
     float64 now becomes float32: the file's guard refuses it."""
     from generators import spec_from_dict
-    from pyfy_fuzz.runner import run_case
+    from pyfy_fuzz.case.runner import run_case
 
     spec = spec_from_dict(json.loads(SIN_VARIANT_SPEC))
     r = run_case(spec, backend="aot_eager")
@@ -204,7 +204,7 @@ def test_seq_nr_order_is_judged_only_where_groups_and_eager_nodes_correspond():
     """`index_put_` on a non-leaf, then `a0 + a0`: a group of recomputed forward ops shifted a
     positional comparison (the 10-minute campaign's seq_nr.6490641d1872): no seq_nr finding."""
     from generators import spec_from_dict
-    from pyfy_fuzz.runner import run_case
+    from pyfy_fuzz.case.runner import run_case
 
     spec = spec_from_dict(json.loads(SEQ_NR_ORDER_SPEC))
     r = run_case(spec, backend="aot_eager")
@@ -220,7 +220,7 @@ def test_the_saved_tensor_pack_hook_keeps_dtypes():
     `where` refused it (the campaign's crash.guards.f66d8de071c6). Which tensors are saved is
     torch.compile's to choose; the hook now copies them as they are."""
     from generators import spec_from_dict
-    from pyfy_fuzz.runner import run_case
+    from pyfy_fuzz.case.runner import run_case
 
     r = run_case(spec_from_dict(json.loads(MAXIMUM_HOOKS_SPEC)), backend="aot_eager")
     assert r.findings == [], r.findings
@@ -237,7 +237,7 @@ def test_an_autograd_error_raised_at_the_call_instead_of_backward_is_by_design()
     at the call: the same error, earlier (the issue's "when the error is raised"). A program
     that never calls backward is still a crash where eager runs (pytorch#185497)."""
     from generators._spec import CallPlan, Stmt
-    from pyfy_fuzz.runner import run_case
+    from pyfy_fuzz.case.runner import run_case
 
     # sigmoid saves its output, which the program then writes under no_grad
     s = spec([], ["v0"], grad="nonleaf", plan=CallPlan(calls=1, backward=True))

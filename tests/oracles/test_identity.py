@@ -9,7 +9,7 @@ import oracles
 from oracles import Finding
 from oracles.identity import PENDING, KnownBug, KnownBugs, normalise_message
 from oracles.seq_nr import unmapped_class
-from pyfy_fuzz.observe import ExcObs
+from pyfy_fuzz.case.observe import exc_obs
 from pyfy_fuzz.schema.difference import CallRef, Difference, ExcFacts
 
 from .helpers import evidence, on_clones, spec
@@ -215,7 +215,7 @@ def test_exception_frame_is_the_innermost_torch_frame():
     try:
         torch.zeros(2, 3).view(7)
     except RuntimeError as e:
-        obs = ExcObs.of(e, "call")
+        obs = exc_obs(e, "call")
     else:
         raise AssertionError("view should raise")
     # Raised from C++: no torch frame, or torch's own Python wrapper.
@@ -223,13 +223,13 @@ def test_exception_frame_is_the_innermost_torch_frame():
     try:
         torch.nn.functional.linear(torch.zeros(2, 3), torch.zeros(4))
     except RuntimeError as e:
-        assert ExcObs.of(e, "call").frame in ("", "torch/nn/functional.py:linear") or ExcObs.of(
+        assert exc_obs(e, "call").frame in ("", "torch/nn/functional.py:linear") or exc_obs(
             e, "call"
         ).frame.startswith("torch/")
     try:
         torch.nn.functional.pad(torch.zeros(2), (1,))
     except Exception as e:
-        assert ExcObs.of(e, "call").frame.startswith("torch/")
+        assert exc_obs(e, "call").frame.startswith("torch/")
 
 
 def test_exception_frame_skips_torch_check():
@@ -241,7 +241,7 @@ def test_exception_frame_skips_torch_check():
         try:
             fn()
         except Exception as e:
-            return ExcObs.of(e, "call").frame
+            return exc_obs(e, "call").frame
         raise AssertionError("should raise")
 
     # torch._check inside torch._refs.narrow: the caller names the bug.

@@ -429,26 +429,24 @@ def test_variant_raising_another_type_than_eager():
 
         return call
 
-    from pyfy_fuzz.observe import ExcObs
+    from pyfy_fuzz.case.observe import exc_obs
 
     ev = evidence(s, compiled_wrap=eager_like)
     assert ev.eager.variant is not None
-    ev = edited(ev, "eager", raised=ExcObs.of(RuntimeError("eager refuses the variant"), "call"))
+    ev = edited(ev, "eager", raised=exc_obs(RuntimeError("eager refuses the variant"), "call"))
     f = only(oracles.check_all(ev), "guards", "compile-divergence")
     (d,) = f.differences
     assert (d.prop, d.exc.type, d.ref_exc.type) == ("other", "TypeError", "RuntimeError")  # type: ignore[union-attr]
 
 
 def test_compiler_crash_is_not_eagers_runtime_error():
-    from pyfy_fuzz.observe import ExcObs
+    from pyfy_fuzz.case.observe import exc_obs
 
     class BackendCompilerFailed(RuntimeError):
         pass
 
     BackendCompilerFailed.__module__ = "torch._dynamo.exc"
-    assert not ExcObs.of(BackendCompilerFailed("x"), "call").is_a(
-        ExcObs.of(RuntimeError("y"), "call")
-    )
+    assert not exc_obs(BackendCompilerFailed("x"), "call").is_a(exc_obs(RuntimeError("y"), "call"))
 
 
 def test_signed_zero_is_a_pythonify_difference():

@@ -12,8 +12,8 @@ import torch
 import oracles
 from generators._spec import CallPlan
 from oracles._calls import PairContext, diff_saved_hooks
-from pyfy_fuzz.observe import CallObs
-from pyfy_fuzz.repro import render_repro
+from pyfy_fuzz.corpus.repro import render_repro
+from pyfy_fuzz.schema.observation import CallObs
 
 from .helpers import evidence, spec
 

@@ -87,7 +87,7 @@ def test_the_emitted_source_is_the_source_the_process_imported(tmp_path, monkeyp
     import sys
 
     from pyfy_fuzz.pythonify.wrappers.source import runtime_source
-    from pyfy_fuzz.sourcepin import pin
+    from pyfy_fuzz.schema.sourcepin import pin
 
     path = tmp_path / "emitted_mod.py"
     path.write_text("def helper(x):\n    return x + 1\n")

@@ -112,7 +112,7 @@ def test_confirm_reruns_a_mutated_program_and_needs_the_clean_one_to_pass(
     CONFIRM_TRIES runs; a clean failure is a real bug whatever the mutant did."""
     from types import SimpleNamespace
 
-    from pyfy_fuzz import runner
+    from pyfy_fuzz.case import runner as runner
     from pyfy_fuzz.selftest import run as st
 
     spec = SIN

@@ -5,7 +5,7 @@ with the forward, so its graph exists when the file is written, and AOTAutograd'
 graph caches are off, so every wrapper's post_compile runs where the recorder sees it. So
 the callable it returns (`Capture.compiled`) is not what a user runs; pyfy-fuzz judges
 torch.compile on a separate stock compile (Note [The stock reference] in
-pyfy_fuzz/subjects/stock.py), and a corpus entry records these settings.
+pyfy_fuzz/case/subjects/stock.py), and a corpus entry records these settings.
 
     result.py     Capture, graph input records and snapshots
     recorder.py   the post_compile patches (each wrapper's `record`, wrappers/) and graphs

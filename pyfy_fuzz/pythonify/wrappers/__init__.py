@@ -29,8 +29,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from ...sourcepin import pin
 from ..meta import EmitContext, IRNode, PathFacts
+from ..sourcepin import pin
 from . import (
     autograd,
     cudagraph,

@@ -1,0 +1,3 @@
+"""The campaign's own cost, measured."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Many cases: the campaign, its workers, shrinking, budgets, replay and migrate."""
+
+__all__: list[str] = []
