@@ -17,6 +17,7 @@ from pyfy_fuzz.schema.observation import TensorObs
 
 __all__ = [
     "TensorDiff",
+    "bitwise_equal",
     "diff_tensor",
     "values_close",
 ]

@@ -31,10 +31,56 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_a_long_function_says_why() -> None:
-    """No function runs over benchmarks/structure.py's LONG_FUNCTION lines without a "Long:"
-    line in its docstring saying why (issue 15: split it, or write the reason)."""
-    assert _structure().unexplained_long_functions(ROOT) == []
+def _rules() -> list[tuple[str, list[str]]]:
+    rules: list[tuple[str, list[str]]] = _structure().rules(ROOT)
+    return rules
+
+
+def test_issue_30s_structure_rules_hold() -> None:
+    """benchmarks/structure.py's rules: no module cycle, no module over LONG_MODULE lines, no
+    function over LONG_FUNCTION lines without a "Long:" line in its docstring saying why,
+    generators/ and oracles/ importing only the schema of the harness, pythonify/ nothing."""
+    broken = {rule: what for rule, what in _rules() if what}
+    assert broken == {}
+
+
+def test_the_rules_see_what_breaks_them(tmp_path: Path) -> None:
+    """The rules read a tree: a copy with a long module, a long function, an oracle that
+    imports the campaign and a pythonify module that imports the schema breaks each."""
+    for pkg in PACKAGES:
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text("")
+    for sub in ("schema", "campaign", "pythonify"):
+        (tmp_path / "pyfy_fuzz" / sub).mkdir()
+        (tmp_path / "pyfy_fuzz" / sub / "__init__.py").write_text("")
+    body = "\n".join(f"    x{k} = {k}" for k in range(90))
+    (tmp_path / "generators" / "long.py").write_text(f"def f():\n{body}\n" + "\n" * 600)
+    (tmp_path / "oracles" / "up.py").write_text("from pyfy_fuzz.campaign import x\n")
+    (tmp_path / "pyfy_fuzz" / "pythonify" / "out.py").write_text("from ..schema import y\n")
+    (tmp_path / "pyfy_fuzz" / "schema" / "a.py").write_text("from . import b\n")
+    (tmp_path / "pyfy_fuzz" / "schema" / "b.py").write_text("from . import a\n")
+    broken = dict(_structure().rules(tmp_path))
+    assert list(broken.values()) == [
+        ["pyfy_fuzz.schema.a <-> pyfy_fuzz.schema.b"],
+        ["generators/long.py (691)"],
+        ["generators/long.py:f"],
+        ["oracles.up -> pyfy_fuzz.campaign"],
+        ["pyfy_fuzz.pythonify.out -> pyfy_fuzz.schema"],
+    ]
+
+
+def test_each_layer_is_one_package() -> None:
+    """Issue 30: the contract lists each layer as a package (siblings may be independent,
+    `|`), never a group of peer modules (`:`)."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (contract,) = [c for c in config["contracts"] if c["type"] == "layers"]
+    for layer in contract["layers"]:
+        assert ":" not in layer, layer
+        for name in layer.split("|"):
+            path = ROOT.joinpath(*name.strip().split("."))
+            assert (path / "__init__.py").is_file() or name.strip() == "pyfy_fuzz.__main__", name
 
 
 def test_no_import_cycle_between_the_projects_modules() -> None:

@@ -4,13 +4,11 @@ from where they were, saying where they went."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import subprocess
 import sys
 import types
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +43,7 @@ def test_the_schema_imports_without_torch_or_any_other_layer() -> None:
         "f = finding.Finding('crash', 'exceptions', 'torch.compile', (), 'x', exc_type='E',"
         " differences=(d,))\n"
         "assert finding.Finding.from_dict(f.to_dict()) == f\n"
-        "assert s.ALL_PATHS and s.reached(['dedupe/duplicate_args'], 'dedupe')\n"
+        "assert s.ALL_PATHS and s.signature_paths(['dedupe/duplicate_args'])\n"
         "S = spec\n"
         "p = S.ProgramSpec('dedupe', (S.RootSpec((2,)),), (S.InputSpec('root'),), (), ())\n"
         "assert spec.ProgramSpec.from_json(p.to_json()) == p\n"
@@ -87,19 +85,6 @@ def test_all_is_the_public_surface_both_ways(module: types.ModuleType) -> None:
         )
     }
     assert defined - set(module.__all__) == set()
-
-
-def test_moved_names_still_import_from_pythonify_paths_saying_where_they_went() -> None:
-    old = importlib.import_module("pyfy_fuzz.pythonify.paths")
-    for name in paths.__all__:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            assert getattr(old, name) is getattr(paths, name)
-        (w,) = caught
-        assert w.category is DeprecationWarning
-        assert f"moved to pyfy_fuzz.schema.paths.{name}" in str(w.message)
-    with pytest.raises(AttributeError):
-        old.NOT_A_PATH_NAME  # noqa: B018
 
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,8 @@ exactly the metadata its wrapper's `post_compile` consumes, captured from one re
 plain data (ints, bools, strings, lists). No node holds a torch object, so the IR can be
 printed, compared and serialised, and the generated file cannot lean on process-local state.
 
-Segment order (inner-most callable first), from the wrapper audit:
+Segment order (inner-most callable first), from the wrapper audit; each wrapper module's
+`REGISTRATION` places it, and the pipeline orders the recorded nodes by it:
 
     forward_inference   EffectTokens -> DispatchSubclass -> FunctionalizedRng -> FakifiedOut
     autograd_assembly   AOTDispatchAutograd (training only) -> RuntimeWrapper -> DebugAssert
@@ -41,18 +42,16 @@ from .meta import (
     TensorMetaRecord,
     ViewOp,
 )
-from .wrappers import (
-    AOTAutogradWrapperNode,
-    AOTDedupeWrapperNode,
-    AOTDispatchSubclassWrapperNode,
-    AOTSyntheticBaseWrapperNode,
-    CUDAGraphSetupNode,
-    DebugAssertWrapperNode,
-    EffectTokensWrapperNode,
-    FakifiedOutWrapperNode,
-    FunctionalizedRngRuntimeWrapperNode,
-    RuntimeWrapperNode,
-)
+from .wrappers.autograd import AOTAutogradWrapperNode
+from .wrappers.cudagraph import CUDAGraphSetupNode
+from .wrappers.debug_assert import DebugAssertWrapperNode
+from .wrappers.dedupe import AOTDedupeWrapperNode
+from .wrappers.effect_tokens import EffectTokensWrapperNode
+from .wrappers.fakified_out import FakifiedOutWrapperNode
+from .wrappers.rng import FunctionalizedRngRuntimeWrapperNode
+from .wrappers.runtime import RuntimeWrapperNode
+from .wrappers.subclass import AOTDispatchSubclassWrapperNode
+from .wrappers.synthetic_base import AOTSyntheticBaseWrapperNode
 
 __all__ = [
     "AOTAutogradWrapperNode",

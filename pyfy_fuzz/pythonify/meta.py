@@ -7,9 +7,9 @@ the IR can be printed, compared and serialised and the generated file cannot lea
 process-local state. `records.py` does the copying; the wrapper models in `wrappers/` hold the
 records in their IR nodes.
 
-Also here: `IRNode`, the base of every wrapper's node; `EmitContext`, what a wrapper's `emit`
-needs to know about its neighbours; `PathFacts`, what its `paths` needs to know about the
-compile.
+Also here: `IRNode`, the base of every wrapper's node; `Registration`, where a wrapper module
+says its node sits in the stack; `EmitContext`, what a wrapper's `emit` needs to know about its
+neighbours; `PathFacts`, what its `paths` needs to know about the compile.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ __all__ = [
     "OutputInfo",
     "PathFacts",
     "PlainMeta",
+    "Registration",
+    "SEGMENTS",
     "SubclassMeta",
     "TensorMetaRecord",
     "ViewOp",
@@ -231,12 +233,42 @@ class CUDAGraphPhase(Enum):
 
 @dataclass
 class IRNode(abc.ABC):  # noqa: B024 - abstract by intent: only the wrappers' nodes are built
-    """Base of every wrapper node. `wrapper` names the torch class it mirrors, `segment` the
-    stage of the wrapper stack it belongs to (forward_inference, autograd_assembly, dispatch,
-    cudagraph)."""
+    """Base of every wrapper node. `wrapper` names the torch class it mirrors; where the node
+    sits in the stack is its module's `REGISTRATION`."""
 
     wrapper: ClassVar[str] = ""
-    segment: ClassVar[str] = ""
+
+
+# The stages of the wrapper stack, in the order the file defines them (inner-most first): the
+# wrappers around the compiled forward or inference graph, the autograd assembly, the dispatch
+# wrappers; CUDA graphs wrap the compiled graphs themselves. PythonifyIR has a list for each.
+SEGMENTS = ("forward_inference", "autograd_assembly", "dispatch", "cudagraph")
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What a wrapper module declares about itself (its `REGISTRATION`), from which
+    `wrappers/__init__.py` builds the registry and the pipeline orders the stack (Note [The
+    wrapper registry] there)."""
+
+    node: type[IRNode]  # the IR node the module models
+    segment: str  # the stage of the stack it belongs to, one of SEGMENTS
+    # Its place in torch's post_compile order over the whole stack, inner-most first (the
+    # wrapper audit, seeds/000): the pipeline orders each segment by it, the registry MODULES.
+    order: int
+    # Where its runtime helpers (`RUNTIME`) stand among the wrappers' in the file's helper
+    # section (the order generated files have always had); None: the module has none.
+    helpers: int | None = None
+    # The capture patches the torch class's post_compile and builds the node with
+    # `record(w, aot_config, meta)`; False: recorded another way (AOTDispatchAutograd, from
+    # its compile spec) or no AOTAutograd wrapper at all (CUDA graphs).
+    post_compile: bool = True
+
+    def __post_init__(self) -> None:
+        if self.segment not in SEGMENTS:
+            raise ValueError(f"expected a segment of {SEGMENTS}, got {self.segment!r}")
+        if not self.node.wrapper:
+            raise ValueError(f"expected {self.node.__name__}.wrapper set, got ''")
 
 
 @dataclass(frozen=True)

@@ -12,40 +12,23 @@ import torch
 from .capture import Capture
 from .capture.result import InputSnapshot
 from .errors import PythonifyUnsupported
-from .ir import EntryNode, GuardNode, IRNode, PythonifyIR, TensorGuard, ValueGuard
+from .ir import EntryNode, GuardNode, PythonifyIR, TensorGuard, ValueGuard
 from .records import type_path
-from .wrappers import (
-    AOTAutogradWrapperNode,
-    AOTDispatchSubclassWrapperNode,
-    RuntimeWrapperNode,
-    cudagraph,
-)
-from .wrappers.subclass import subclass_types
+from .wrappers import cudagraph, segments
+from .wrappers.autograd import AOTAutogradWrapperNode
+from .wrappers.runtime import RuntimeWrapperNode
+from .wrappers.subclass import AOTDispatchSubclassWrapperNode, subclass_types
 
 __all__ = ["build_ir"]
-
-_FORWARD_INFERENCE = (
-    "EffectTokensWrapper",
-    "AOTDispatchSubclassWrapper",
-    "FunctionalizedRngRuntimeWrapper",
-    "FakifiedOutWrapper",
-)
-_ASSEMBLY = ("AOTDispatchAutograd", "RuntimeWrapper", "DebugAssertWrapper")
-_DISPATCH = ("AOTSyntheticBaseWrapper", "AOTDedupeWrapper")
 
 
 def build_ir(cap: Capture) -> PythonifyIR:
     w = cap.wrappers
-    training = "AOTDispatchAutograd" in w
-
-    def active(names: tuple[str, ...]) -> list[IRNode]:
-        return [n for n in (w.get(name) for name in names) if n is not None]
-
-    forward_inference = active(_FORWARD_INFERENCE)
-    assembly = active(_ASSEMBLY)
-    dispatch = active(_DISPATCH)
-    rw = w["RuntimeWrapper"]
-    ag = w.get("AOTDispatchAutograd")
+    training = AOTAutogradWrapperNode.wrapper in w
+    # Each recorded node in its segment, in torch's order (Note [The wrapper registry]).
+    stack = segments(w.values())
+    rw = w[RuntimeWrapperNode.wrapper]
+    ag = w.get(AOTAutogradWrapperNode.wrapper)
     assert isinstance(rw, RuntimeWrapperNode)
     assert ag is None or isinstance(ag, AOTAutogradWrapperNode)
     cudagraphs = []
@@ -60,9 +43,9 @@ def build_ir(cap: Capture) -> PythonifyIR:
         )
     ir = PythonifyIR(
         graphs=cap.graphs,
-        forward_inference=forward_inference,
-        autograd_assembly=assembly,
-        dispatch=dispatch,
+        forward_inference=stack["forward_inference"],
+        autograd_assembly=stack["autograd_assembly"],
+        dispatch=stack["dispatch"],
         cudagraphs=cudagraphs,
         guards=_guards(cap),
         entry=EntryNode(

@@ -134,7 +134,7 @@ def test_a_user_view_of_an_output_stays_a_view_of_that_output_on_replay(tmp_path
 def test_an_unread_cpu_input_does_not_stop_a_capture():
     """The file's device rule (the GPU campaign's cudagraph.c968: functionalized RNG's CPU seed
     and offset, dead after Inductor's passes, made the file skip where torch captured)."""
-    from pyfy_fuzz.pythonify.wrappers.cudagraph import _cg_device_skip
+    from pyfy_fuzz.pythonify.wrappers._cudagraph_runner import _cg_device_skip
 
     seed, x = torch.tensor(7), torch.randn(3)
     assert _cg_device_skip([x, seed], frozenset({0, 1})) is None

@@ -12,7 +12,7 @@ import contextlib
 import inspect
 import unittest.mock
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -20,6 +20,7 @@ import torch.fx
 import torch.utils._pytree as pytree
 
 from ..errors import PythonifyUnsupported
+from ..meta import FakeOutput
 from .exprs import structure
 from .recorder import Recorder, plain_backend
 from .result import GraphInputRecord, snapshot
@@ -124,19 +125,18 @@ def _resolve_sizes(
     return out, ranges
 
 
-def capture_dynamo(
-    fn: Any, copies: tuple[Any, ...], rec: Recorder, backend: str, dynamic: bool, is_module: bool
-) -> tuple[Callable[..., Any], list[GraphInputRecord], str]:
-    """The capture's compile and call: the compiled callable, each graph input's record and
-    the return value as an expression over `outs`, L and G.
+@dataclass
+class _Seen:
+    """What the recording backend saw of the one graph it recorded."""
 
-    Long: the recording backend closes over the compile's state (records, fakes, outputs),
-    so it lives here beside the one call that drives it."""
-    from torch._dynamo.backends.debugging import aot_eager
+    inputs: list[GraphInputRecord] = field(default_factory=list)  # each placeholder's record
+    fakes: list[Any] = field(default_factory=list)  # ... and its fake value (`_resolve_sizes`)
+    outputs: list[Any] = field(default_factory=list)  # the graph's outputs at the latest call
 
-    graph_inputs: list[GraphInputRecord] = []
-    fakes: list[Any] = []
-    graph_outputs: list[Any] = []
+
+def _recording_backend(rec: Recorder, backend: str, seen: _Seen) -> Callable[..., Any]:
+    """The backend `capture_dynamo` compiles with: records the first graph's inputs into
+    `seen`, compiles it through the recorder's compilers and wraps it to keep its outputs."""
 
     def record_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
         if rec.done:
@@ -147,55 +147,77 @@ def capture_dynamo(
         if rec.calls > 1:
             raise PythonifyUnsupported("more than one compiled graph (recompile or graph break)")
         records, placeholder_fakes = _graph_inputs(gm)
-        graph_inputs.extend(records)
-        fakes.extend(placeholder_fakes)
+        seen.inputs.extend(records)
+        seen.fakes.extend(placeholder_fakes)
         ctx = _fakify(True) if rec.fakify_first_call else None
-        if backend == "aot_eager":
-            inner = aot_eager(
-                gm,
-                example_inputs,
-                fw_compiler=rec.fx_compiler("forward"),
-                bw_compiler=rec.fx_compiler("backward"),
-            )
-        else:
-            from torch._inductor.compile_fx import compile_fx
-
-            inner = compile_fx(gm, example_inputs, inner_compile=rec.inductor_inner)  # type: ignore[assignment]
+        inner = _compile_graph(gm, example_inputs, rec, backend)
         if ctx is not None:  # Note [The fakified first call]
-            _fakify(False)
-            mode = ctx.fake_mode  # the compile's, as DDPOptimizer's: real inputs made fake
-            with mode, unittest.mock.patch.object(mode, "allow_non_fake_inputs", True):
-                fake_args = [
-                    torch._dynamo.utils.to_fake_tensor(a, mode)
-                    if isinstance(a, torch.Tensor)
-                    else a
-                    for a in example_inputs
-                ]
-                try:
-                    out = inner(*fake_args)
-                except Exception as exc:  # torch's own fakified call: not the file's to model
-                    raise PythonifyUnsupported(
-                        "a program whose fakified first call fails in torch (DDPOptimizer's "
-                        "protocol)",
-                        f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
-                    ) from exc
-            rec.fake_first_outputs = [
-                (tuple(o.shape), tuple(o.stride()), str(o.dtype))
-                if isinstance(o, torch.Tensor)
-                else None
-                for o in (out if isinstance(out, list | tuple) else [out])
-            ]
+            rec.fake_first_outputs = _fake_first_call(ctx, inner, example_inputs)
 
         def run(*a: Any) -> Any:
             out = inner(*a)
-            graph_outputs[:] = list(out) if isinstance(out, list | tuple) else [out]
+            seen.outputs[:] = list(out) if isinstance(out, list | tuple) else [out]
             return out
 
         return run
 
+    return record_backend
+
+
+def _compile_graph(
+    gm: torch.fx.GraphModule, example_inputs: list[Any], rec: Recorder, backend: str
+) -> Callable[..., Any]:
+    """The graph compiled by `backend` through the recorder's compilers."""
+    if backend == "aot_eager":
+        from torch._dynamo.backends.debugging import aot_eager
+
+        compiled: Callable[..., Any] = aot_eager(
+            gm,
+            example_inputs,
+            fw_compiler=rec.fx_compiler("forward"),
+            bw_compiler=rec.fx_compiler("backward"),
+        )
+        return compiled
+    from torch._inductor.compile_fx import compile_fx
+
+    return compile_fx(gm, example_inputs, inner_compile=rec.inductor_inner)  # type: ignore[return-value]
+
+
+def _fake_first_call(
+    ctx: Any, inner: Callable[..., Any], example_inputs: list[Any]
+) -> list[FakeOutput]:
+    """Spend the compiled graph's first call under the compile's fake mode, as DDPOptimizer
+    does (Note [The fakified first call]); each output's shape, stride and dtype."""
+    _fakify(False)
+    mode = ctx.fake_mode  # the compile's, as DDPOptimizer's: real inputs made fake
+    with mode, unittest.mock.patch.object(mode, "allow_non_fake_inputs", True):
+        fake_args = [
+            torch._dynamo.utils.to_fake_tensor(a, mode) if isinstance(a, torch.Tensor) else a
+            for a in example_inputs
+        ]
+        try:
+            out = inner(*fake_args)
+        except Exception as exc:  # torch's own fakified call: not the file's to model
+            raise PythonifyUnsupported(
+                "a program whose fakified first call fails in torch (DDPOptimizer's protocol)",
+                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+            ) from exc
+    return [
+        (tuple(o.shape), tuple(o.stride()), str(o.dtype)) if isinstance(o, torch.Tensor) else None
+        for o in (out if isinstance(out, list | tuple) else [out])
+    ]
+
+
+def capture_dynamo(
+    fn: Any, copies: tuple[Any, ...], rec: Recorder, backend: str, dynamic: bool, is_module: bool
+) -> tuple[Callable[..., Any], list[GraphInputRecord], str]:
+    """The capture's compile and call: the compiled callable, each graph input's record and
+    the return value as an expression over `outs`, L and G."""
+    seen = _Seen()
     import torch._dynamo
 
-    compiled = torch.compile(fn, backend=record_backend, dynamic=dynamic, fullgraph=True)
+    backend_fn = _recording_backend(rec, backend, seen)
+    compiled = torch.compile(fn, backend=backend_fn, dynamic=dynamic, fullgraph=True)
     frame: list[tuple[Any, Any]] = []
     rec.module_call = is_module and _call_runs_outside(compiled, fn)
     watch = _watch_forward(fn, frame) if rec.module_call else contextlib.nullcontext()
@@ -215,11 +237,11 @@ def capture_dynamo(
     rec.done = True
     if rec.calls == 0:
         raise PythonifyUnsupported("a program without a compiled graph", "Dynamo traced no ops")
-    graph_inputs[:], rec.symbol_ranges = _resolve_sizes(graph_inputs, fakes)
+    seen.inputs[:], rec.symbol_ranges = _resolve_sizes(seen.inputs, seen.fakes)
     bound = bound_locals(fn, copies, is_module)
-    out_expr = _output_expr(ret, graph_outputs, graph_inputs, bound)
+    out_expr = _output_expr(ret, seen.outputs, seen.inputs, bound)
     # The reference callable must not close over our recording state.
-    return compiled, graph_inputs, out_expr
+    return compiled, seen.inputs, out_expr
 
 
 def break_frames(exc: Exception) -> tuple[tuple[str, int], ...]:

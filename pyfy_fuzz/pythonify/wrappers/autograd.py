@@ -47,6 +47,7 @@ from ..meta import (
     IRNode,
     OutputInfo,
     PathFacts,
+    Registration,
     TensorMetaRecord,
 )
 from .source import Emitter, indent
@@ -59,6 +60,7 @@ __all__ = [
     "FUNCTION",
     "paths",
     "record",
+    "REGISTRATION",
     "RUNTIME",
     "saved_tensor_indices",
     "Slice",
@@ -87,7 +89,6 @@ class AOTAutogradWrapperNode(IRNode):
     """
 
     wrapper: ClassVar[str] = "AOTDispatchAutograd"
-    segment: ClassVar[str] = "autograd_assembly"
     num_forward_returns: int = 0  # mutated inputs + user outputs + intermediate bases
     num_outputs: int = 0  # user outputs
     num_intermediate_bases: int = 0
@@ -114,6 +115,12 @@ class AOTAutogradWrapperNode(IRNode):
             raise ValueError("output_info needs one entry per user output")
         if self.num_graphsafe_rng_states:
             raise ValueError("graph-safe RNG states are not modelled")
+
+
+# Where the wrapper sits in the stack (Note [The wrapper registry] in wrappers/__init__.py).
+REGISTRATION = Registration(
+    node=AOTAutogradWrapperNode, segment="autograd_assembly", order=4, helpers=2, post_compile=False
+)
 
 
 def record(spec: Any) -> AOTAutogradWrapperNode:

@@ -9,9 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..meta import EmitContext, IRNode, PathFacts
+from ..meta import EmitContext, IRNode, PathFacts, Registration
 
-__all__ = ["FIELDS", "FUNCTION", "DebugAssertWrapperNode", "emit", "paths", "record"]
+__all__ = [
+    "FIELDS",
+    "FUNCTION",
+    "DebugAssertWrapperNode",
+    "REGISTRATION",
+    "emit",
+    "paths",
+    "record",
+]
 
 # Fields of torch's DebugAssertWrapper that `record` reads.
 FIELDS = ("flat_requires_grad",)
@@ -23,8 +31,11 @@ class DebugAssertWrapperNode(IRNode):
     """config.debug_assert: inputs compiled as not requiring grad must not require grad."""
 
     wrapper: ClassVar[str] = "DebugAssertWrapper"
-    segment: ClassVar[str] = "autograd_assembly"
     flat_requires_grad: list[bool | None] = field(default_factory=list)  # None: not a tensor
+
+
+# Where the wrapper sits in the stack (Note [The wrapper registry] in wrappers/__init__.py).
+REGISTRATION = Registration(node=DebugAssertWrapperNode, segment="autograd_assembly", order=6)
 
 
 def record(w: Any, aot_config: Any, meta: Any) -> DebugAssertWrapperNode:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..meta import EmitContext, IRNode, PathFacts
+from ..meta import EmitContext, IRNode, PathFacts, Registration
 
-__all__ = ["AOTDedupeWrapperNode", "FIELDS", "FUNCTION", "emit", "paths", "record"]
+__all__ = ["AOTDedupeWrapperNode", "FIELDS", "FUNCTION", "REGISTRATION", "emit", "paths", "record"]
 
 # Fields of torch's AOTDedupeWrapper that `record` reads.
 FIELDS = ("keep_arg_mask", "add_dupe_map", "needs_post_compile")
@@ -25,13 +25,16 @@ class AOTDedupeWrapperNode(IRNode):
     """Drops duplicated arguments (the compiled graph saw each tensor once)."""
 
     wrapper: ClassVar[str] = "AOTDedupeWrapper"
-    segment: ClassVar[str] = "dispatch"
     keep_arg_mask: list[bool] = field(default_factory=list)  # per original arg: kept
     add_dupe_map: list[int] = field(default_factory=list)  # original arg -> kept arg it repeats
 
     def __post_init__(self) -> None:
         if self.add_dupe_map and len(self.add_dupe_map) != len(self.keep_arg_mask):
             raise ValueError("add_dupe_map needs one entry per original argument")
+
+
+# Where the wrapper sits in the stack (Note [The wrapper registry] in wrappers/__init__.py).
+REGISTRATION = Registration(node=AOTDedupeWrapperNode, segment="dispatch", order=8)
 
 
 def record(w: Any, aot_config: Any, meta: Any) -> AOTDedupeWrapperNode | None:

@@ -11,9 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..meta import EmitContext, IRNode, PathFacts
+from ..meta import EmitContext, IRNode, PathFacts, Registration
 
-__all__ = ["FIELDS", "FUNCTION", "EffectTokensWrapperNode", "emit", "paths", "record"]
+__all__ = [
+    "FIELDS",
+    "FUNCTION",
+    "EffectTokensWrapperNode",
+    "REGISTRATION",
+    "emit",
+    "paths",
+    "record",
+]
 
 FIELDS: tuple[str, ...] = ()  # reads only ViewAndMutationMeta.tokens
 FUNCTION = "_effect_tokens_wrapper"
@@ -24,12 +32,15 @@ class EffectTokensWrapperNode(IRNode):
     """Prepends `token_count` None tokens to the args and drops as many leading outputs."""
 
     wrapper: ClassVar[str] = "EffectTokensWrapper"
-    segment: ClassVar[str] = "forward_inference"
     token_count: int = 0  # effect tokens the forward graph threads
 
     def __post_init__(self) -> None:
         if self.token_count < 0:
             raise ValueError("token_count must be >= 0")
+
+
+# Where the wrapper sits in the stack (Note [The wrapper registry] in wrappers/__init__.py).
+REGISTRATION = Registration(node=EffectTokensWrapperNode, segment="forward_inference", order=0)
 
 
 def record(w: Any, aot_config: Any, meta: Any) -> EffectTokensWrapperNode | None:

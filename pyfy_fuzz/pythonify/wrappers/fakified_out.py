@@ -15,9 +15,17 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .. import records as R
-from ..meta import EmitContext, FakeOutMeta, IRNode, PathFacts
+from ..meta import EmitContext, FakeOutMeta, IRNode, PathFacts, Registration
 
-__all__ = ["FIELDS", "FUNCTION", "FakifiedOutWrapperNode", "emit", "paths", "record"]
+__all__ = [
+    "FIELDS",
+    "FUNCTION",
+    "FakifiedOutWrapperNode",
+    "REGISTRATION",
+    "emit",
+    "paths",
+    "record",
+]
 
 # Fields of torch's FakifiedOutWrapper that `record` reads.
 FIELDS = ("out_metas", "fwd_output_strides", "needs_post_compile")
@@ -29,8 +37,11 @@ class FakifiedOutWrapperNode(IRNode):
     """On the first call, returns fake (meta) outputs with the compiled graph's strides."""
 
     wrapper: ClassVar[str] = "FakifiedOutWrapper"
-    segment: ClassVar[str] = "forward_inference"
     out_metas: list[FakeOutMeta | None] = field(default_factory=list)  # None: not a tensor
+
+
+# Where the wrapper sits in the stack (Note [The wrapper registry] in wrappers/__init__.py).
+REGISTRATION = Registration(node=FakifiedOutWrapperNode, segment="forward_inference", order=3)
 
 
 def record(w: Any, aot_config: Any, meta: Any) -> FakifiedOutWrapperNode | None:

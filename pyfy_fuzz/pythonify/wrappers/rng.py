@@ -13,12 +13,13 @@ from typing import Any, ClassVar
 
 import torch
 
-from ..meta import EmitContext, IRNode, PathFacts
+from ..meta import EmitContext, IRNode, PathFacts, Registration
 
 __all__ = [
     "FIELDS",
     "FUNCTION",
     "FunctionalizedRngRuntimeWrapperNode",
+    "REGISTRATION",
     "RUNTIME",
     "emit",
     "paths",
@@ -38,13 +39,18 @@ class FunctionalizedRngRuntimeWrapperNode(IRNode):
     """
 
     wrapper: ClassVar[str] = "FunctionalizedRngRuntimeWrapper"
-    segment: ClassVar[str] = "forward_inference"
     num_forward_returns: int = 0  # the offset output follows the forward's returns
     return_new_outs: bool = True  # drop the offset output from what the caller sees
 
     def __post_init__(self) -> None:
         if self.num_forward_returns < 0:
             raise ValueError("num_forward_returns must be >= 0")
+
+
+# Where the wrapper sits in the stack (Note [The wrapper registry] in wrappers/__init__.py).
+REGISTRATION = Registration(
+    node=FunctionalizedRngRuntimeWrapperNode, segment="forward_inference", order=2, helpers=4
+)
 
 
 def record(w: Any, aot_config: Any, meta: Any) -> FunctionalizedRngRuntimeWrapperNode | None:

@@ -31,12 +31,22 @@ from typing import Any, ClassVar
 import torch
 
 from .. import records as R
-from ..meta import NON_ALIAS_OUTPUTS, EmitContext, InputInfo, IRNode, OutputInfo, PathFacts, ViewOp
+from ..meta import (
+    NON_ALIAS_OUTPUTS,
+    EmitContext,
+    InputInfo,
+    IRNode,
+    OutputInfo,
+    PathFacts,
+    Registration,
+    ViewOp,
+)
 from .source import indent, literal
 
 __all__ = [
     "FIELDS",
     "FUNCTION",
+    "REGISTRATION",
     "RUNTIME",
     "RuntimeWrapperNode",
     "emit",
@@ -54,7 +64,6 @@ class RuntimeWrapperNode(IRNode):
     """The runtime epilogue: detach, grad mode, input mutations, output alias regeneration."""
 
     wrapper: ClassVar[str] = "RuntimeWrapper"
-    segment: ClassVar[str] = "autograd_assembly"
     indices_of_inps_to_detach: list[int] = field(default_factory=list)  # training: detached args
     trace_joint: bool = False  # training (the graph is the autograd.Function's forward)
     disable_amp: bool = False  # run the graph under _DisableAutocast
@@ -73,6 +82,12 @@ class RuntimeWrapperNode(IRNode):
             raise ValueError("output_info needs one entry per user output")
         if any(i >= len(self.input_info) for i in self.mutated_inp_runtime_indices):
             raise ValueError("a mutated input index is out of range")
+
+
+# Where the wrapper sits in the stack (Note [The wrapper registry] in wrappers/__init__.py).
+REGISTRATION = Registration(
+    node=RuntimeWrapperNode, segment="autograd_assembly", order=5, helpers=1
+)
 
 
 def record(w: Any, aot_config: Any, meta: Any) -> RuntimeWrapperNode:

@@ -36,6 +36,7 @@ from ..meta import (
     OpaqueLeaf,
     PathFacts,
     PlainMeta,
+    Registration,
     SubclassMeta,
     TensorMetaRecord,
 )
@@ -44,6 +45,7 @@ from .source import Emitter, type_var
 __all__ = [
     "AOTDispatchSubclassWrapperNode",
     "FIELDS",
+    "REGISTRATION",
     "RUNTIME",
     "FUNCTION",
     "emit",
@@ -69,7 +71,6 @@ class AOTDispatchSubclassWrapperNode(IRNode):
     """
 
     wrapper: ClassVar[str] = "AOTDispatchSubclassWrapper"
-    segment: ClassVar[str] = "forward_inference"
     inp_metas: list[TensorMetaRecord] = field(default_factory=list)  # per graph input
     out_metas: list[TensorMetaRecord] = field(default_factory=list)  # per forward output
     num_fw_outs_saved_for_bw: int | None = None  # None: inference
@@ -77,6 +78,12 @@ class AOTDispatchSubclassWrapperNode(IRNode):
     def __post_init__(self) -> None:
         if self.num_fw_outs_saved_for_bw is not None and self.num_fw_outs_saved_for_bw < 0:
             raise ValueError("num_fw_outs_saved_for_bw must be >= 0")
+
+
+# Where the wrapper sits in the stack (Note [The wrapper registry] in wrappers/__init__.py).
+REGISTRATION = Registration(
+    node=AOTDispatchSubclassWrapperNode, segment="forward_inference", order=1, helpers=3
+)
 
 
 def record(w: Any, aot_config: Any, meta: Any) -> AOTDispatchSubclassWrapperNode | None:

@@ -29,13 +29,14 @@ from typing import Any, ClassVar
 
 import torch
 
-from ..meta import EmitContext, IRNode, PathFacts
+from ..meta import EmitContext, IRNode, PathFacts, Registration
 
 __all__ = [
     "AOTSyntheticBaseWrapperNode",
     "BASE_KINDS",
     "FIELDS",
     "FUNCTION",
+    "REGISTRATION",
     "RUNTIME",
     "base_kinds",
     "emit",
@@ -66,7 +67,6 @@ class AOTSyntheticBaseWrapperNode(IRNode):
     """
 
     wrapper: ClassVar[str] = "AOTSyntheticBaseWrapper"
-    segment: ClassVar[str] = "dispatch"
     # new arg b -> the original arg indices whose shared base it is
     base_groups: dict[int, list[int]] = field(default_factory=dict)
     other_arg_indices: list[int] = field(default_factory=list)  # the args passed through as-is
@@ -83,6 +83,12 @@ class AOTSyntheticBaseWrapperNode(IRNode):
             raise ValueError("an argument is both in a base group and passed through")
         if not set(self.base_kinds) <= set(BASE_KINDS.values()):
             raise ValueError(f"unknown base kind in {self.base_kinds}")
+
+
+# Where the wrapper sits in the stack (Note [The wrapper registry] in wrappers/__init__.py).
+REGISTRATION = Registration(
+    node=AOTSyntheticBaseWrapperNode, segment="dispatch", order=7, helpers=0
+)
 
 
 def base_kinds(pre_compile_output: Any) -> list[str]:

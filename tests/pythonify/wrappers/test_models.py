@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import pkgutil
+import re
 import types
 
 import pytest
@@ -18,20 +20,26 @@ import pytest
 from pyfy_fuzz.pythonify import _compat, file_runtime, wrappers
 from pyfy_fuzz.pythonify.gen_python import header
 from pyfy_fuzz.pythonify.meta import IRNode
-from pyfy_fuzz.pythonify.wrappers import cudagraph
+from pyfy_fuzz.pythonify.wrappers import (
+    _cudagraph_buffers,
+    _cudagraph_emulation,
+    _cudagraph_runner,
+    cudagraph,
+)
 from pyfy_fuzz.pythonify.wrappers.source import runtime_source
 
-# The order the issue and torch's wrapper audit give.
+# torch's post_compile order over the stack, inner-most first (the wrapper audit, seeds/000);
+# cudagraph, which wraps compiled graphs, last.
 ORDER = [
-    "dedupe",
-    "synthetic_base",
-    "runtime",
-    "autograd",
-    "subclass",
     "effect_tokens",
+    "subclass",
     "rng",
     "fakified_out",
+    "autograd",
+    "runtime",
     "debug_assert",
+    "synthetic_base",
+    "dedupe",
     "cudagraph",
 ]
 
@@ -42,6 +50,60 @@ def _short(m: types.ModuleType) -> str:
 
 def test_one_module_per_wrapper_in_torchs_order() -> None:
     assert [_short(m) for m in wrappers.MODULES] == ORDER
+
+
+def test_the_registry_is_every_public_module_but_the_emitting_utilities() -> None:
+    """Note [The wrapper registry]: a public module of wrappers/ that forgot its REGISTRATION
+    would silently not be a wrapper."""
+    public = {i.name for i in pkgutil.iter_modules(wrappers.__path__) if not i.name.startswith("_")}
+    assert public - {_short(m) for m in wrappers.MODULES} == {"source"}
+
+
+def test_each_segment_is_in_torchs_post_compile_order() -> None:
+    by_segment: dict[str, list[str]] = {}
+    for m in wrappers.MODULES:
+        by_segment.setdefault(m.REGISTRATION.segment, []).append(m.REGISTRATION.node.wrapper)
+    assert by_segment == {
+        "forward_inference": [
+            "EffectTokensWrapper",
+            "AOTDispatchSubclassWrapper",
+            "FunctionalizedRngRuntimeWrapper",
+            "FakifiedOutWrapper",
+        ],
+        "autograd_assembly": ["AOTDispatchAutograd", "RuntimeWrapper", "DebugAssertWrapper"],
+        "dispatch": ["AOTSyntheticBaseWrapper", "AOTDedupeWrapper"],
+        "cudagraph": ["cudagraphify"],
+    }
+
+
+def test_segments_orders_recorded_nodes_and_drops_inactive_ones() -> None:
+    nodes = {m.REGISTRATION.node.wrapper: m.REGISTRATION.node() for m in wrappers.MODULES[:-1]}
+    recorded = [
+        nodes["AOTDedupeWrapper"],
+        None,
+        nodes["RuntimeWrapper"],
+        nodes["AOTDispatchAutograd"],
+    ]
+    got = wrappers.segments(recorded)
+    assert {k: [n.wrapper for n in v] for k, v in got.items()} == {
+        "forward_inference": [],
+        "autograd_assembly": ["AOTDispatchAutograd", "RuntimeWrapper"],
+        "dispatch": ["AOTDedupeWrapper"],
+        "cudagraph": [],
+    }
+
+
+def test_the_files_helper_sections_keep_their_order() -> None:
+    """Generated files list the wrappers' runtime helpers in this order (REGISTRATION.helpers);
+    changing it changes every file."""
+    heads = re.findall(r"^# -- (\w+) \(wrappers/(\w+)\.py\)$", wrappers.runtime_helpers(), re.M)
+    assert [name for _, name in heads] == [
+        "synthetic_base",
+        "runtime",
+        "autograd",
+        "subclass",
+        "rng",
+    ]
 
 
 @pytest.mark.parametrize("module", wrappers.MODULES, ids=_short)
@@ -56,7 +118,7 @@ def test_each_module_holds_its_node_and_its_model(module: types.ModuleType) -> N
     ]
     assert len(nodes) == 1, "exactly one IR node is defined per wrapper module"
     (node,) = nodes
-    assert node.wrapper and node.segment
+    assert node.wrapper and module.REGISTRATION.node is node
     assert callable(module.paths)
     if module is not cudagraph:
         for name in ("record", "emit", "FUNCTION", "__all__"):
@@ -101,12 +163,8 @@ def test_a_renamed_field_fails_with_the_wrapper_and_field_named() -> None:
 def _emitted_modules() -> list[tuple[types.ModuleType, tuple[str, ...]]]:
     out = [(file_runtime, file_runtime.RUNTIME)]
     out += [(m, m.RUNTIME) for m in wrappers.MODULES if getattr(m, "RUNTIME", ())]
-    names = (
-        *cudagraph._RUNTIME_COMMON,
-        *cudagraph._RUNTIME_EMULATION,
-        *cudagraph._RUNTIME_RUNNER,
-    )
-    return [*out, (cudagraph, names)]
+    cudagraph_runtime = (_cudagraph_buffers, _cudagraph_emulation, _cudagraph_runner)
+    return [*out, *((m, m.RUNTIME) for m in cudagraph_runtime)]
 
 
 def _free_names(tree: ast.AST) -> set[str]:
