@@ -3,7 +3,7 @@
     python3 benchmarks/run_repros.py [--jobs 8] [--timeout 120] [--skip-known corpus/] DIR...
 
 Each DIR is a corpus (its entries) or an entry. A line per entry: its name, the exit code
-(Note [A repro's exit codes] in pyfy_fuzz/corpus/repro.py: 1 the bug, 0 fixed, 2 another
+(Note [A repro's exit codes] in pyfy_fuzz/corpus/_repro_head.py: 1 the bug, 0 fixed, 2 another
 error, 3 the reference raises; "timeout"), the seconds and the last line it printed. Plain torch
 only: the
 scripts never import pyfy-fuzz, so this runs where the GPU campaign ran, with nothing but

@@ -5,44 +5,64 @@
 Eager is the ground truth for torch.compile; torch.compile is the reference for pythonify.
 One module per oracle family; each `check(evidence) -> list[Finding]`. Differences that are by
 design are listed, with their reasons, in `by_design.BY_DESIGN` and nowhere else.
+
+Note [The oracles load on first use]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The oracle modules compare tensors and import torch; the rest of the package -- Finding (the
+schema's), identity, groups, upstream, by_design, evidence -- does not, and what writes a
+corpus entry (pyfy_fuzz/corpus: entry.py, repro.py, torch-free) imports it. So importing the
+package loads no oracle: `ORACLES`, `check_all` and an oracle module as an attribute
+(`oracles.outputs`) load them all, on first use (tests/test_torch_free.py).
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from dataclasses import replace
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-from . import (
-    aliasing,
-    autograd,
-    cudagraph,
-    exceptions,
-    grads,
-    guards,
-    mutation,
-    outputs,
-    seq_nr,
-    versions,
-)
 from .by_design import BY_DESIGN, ByDesign, recording
 from .consequences import fold
 from .evidence import Evidence
 from .finding import KINDS, Finding
 
-ORACLES = {
-    m.NAME: m.check
-    for m in (
-        exceptions,
-        outputs,
-        mutation,
-        versions,
-        aliasing,
-        autograd,
-        grads,
-        seq_nr,
-        cudagraph,
-        guards,
-    )
-}
+if TYPE_CHECKING:  # bound on first use (Note [The oracles load on first use])
+    ORACLES: dict[str, Callable[[Evidence], list[Finding]]]
+
+# The oracle modules, in the order check_all runs them (exceptions first).
+_ORDER = (
+    "exceptions",
+    "outputs",
+    "mutation",
+    "versions",
+    "aliasing",
+    "autograd",
+    "grads",
+    "seq_nr",
+    "cudagraph",
+    "guards",
+)
+
+
+@cache
+def _oracles() -> dict[str, Callable[[Evidence], list[Finding]]]:
+    """NAME -> check of every oracle, in _ORDER; the modules are imported on the first call
+    (alphabetically, the order in which the package imported them before)."""
+    modules = {n: importlib.import_module(f"{__name__}.{n}") for n in sorted(_ORDER)}
+    return {modules[n].NAME: modules[n].check for n in _ORDER}
+
+
+def __getattr__(name: str) -> Any:
+    """ORACLES, and the oracle modules, loaded on first use (Note [The oracles load on first
+    use]); importing a submodule binds it in the package."""
+    if name == "ORACLES":
+        return _oracles()
+    if name in _ORDER:
+        _oracles()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # Oracles whose pythonify check compares the file with torch.compile's *outputs*, so that
@@ -64,7 +84,7 @@ def check_all(evidence: Evidence) -> list[Finding]:
     """Every oracle's findings, in a fixed order (exceptions first), attributed (see
     `_torch_alone`), each consequence folded into its cause (Note [Consequences])."""
     found: list[Finding] = []
-    for name, check in ORACLES.items():
+    for name, check in _oracles().items():
         got = check(evidence)
         found += [f for f in got if not _torch_alone(evidence, name, f, got)]
     return fold(evidence, found)
@@ -81,7 +101,7 @@ def _torch_alone(ev: Evidence, oracle: str, f: Finding, same_oracle: list[Findin
         return False
     as_compiled = replace(ev, compiled=ev.pythonified, pythonified=None)
     with recording():  # a re-check: its excuses are not the case's
-        return not ORACLES[oracle](as_compiled)
+        return not _oracles()[oracle](as_compiled)
 
 
 __all__ = ["BY_DESIGN", "KINDS", "ORACLES", "ByDesign", "Evidence", "Finding", "check_all"]

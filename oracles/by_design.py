@@ -115,7 +115,7 @@ BY_DESIGN: tuple[ByDesign, ...] = (
         "AOTAutograd's dead-code elimination), and errors only running the op would raise go "
         "with them; eager's semantics for dead code are not preserved. Decided on the "
         "program, not by message: the runner runs eager on the spec without its dead pure "
-        "statements and the in-place writes into values nothing else reads (runner."
+        "statements and the in-place writes into values nothing else reads (dead_code."
         "dead_writes); where that run returns at every call that raised and torch.compile "
         "returned there too, it is torch.compile's reference (outputs, gradients, everything "
         "still compared). An error of a statement whose result is used is still reported.",

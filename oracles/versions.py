@@ -5,7 +5,7 @@ the call is then seen as modified (Note [Version counters]).
   reference's. A mutated input that is not bumped lets a backward that saved it run on the new
   values without the error eager gives; an untouched input that is bumped makes a later
   backward refuse where eager's runs.
-- The saved probe (observe.saved_probe): autograd saves every floating argument before a call,
+- The saved probe (probes.saved_probe): autograd saves every floating argument before a call,
   backward runs after it; it must raise exactly where the reference's raises.
 """
 

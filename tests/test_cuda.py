@@ -124,7 +124,7 @@ def test_a_reduce_overhead_case_is_clean_in_the_cuda_mix(backend: str, tmp_path:
 
 def test_an_op_with_atomics_is_flagged_on_the_gpu() -> None:
     """Note [Nondeterminism on the GPU]: torch's own list, read off a real op."""
-    from pyfy_fuzz.case.runner import nondeterministic_ops
+    from pyfy_fuzz.case.ground_truth import nondeterministic_ops
 
     x = torch.randn(64, device="cuda")
     with nondeterministic_ops("cuda") as flagged:

@@ -7,7 +7,7 @@ import warnings
 
 import torch
 
-from pyfy_fuzz.case.runner import NONDETERMINISTIC, nondeterministic_ops
+from pyfy_fuzz.case.ground_truth import NONDETERMINISTIC, nondeterministic_ops
 
 
 def test_on_cuda_torchs_warning_for_an_op_flags_the_program() -> None:

@@ -6,7 +6,8 @@ from typing import Any
 
 import torch
 
-from pyfy_fuzz.case.observe import Target, _aliasing, exc_obs, named_inputs, observe_subject
+from pyfy_fuzz.case.observe import _aliasing, observe_subject
+from pyfy_fuzz.case.recording import Target, exc_obs, named_inputs
 from pyfy_fuzz.schema.observation import ExcObs
 
 from .oracles.helpers import spec
@@ -85,7 +86,7 @@ def test_probes_see_writes_through_views_and_saved_tensors():
 
 def test_in_place_probe_changes_every_value():
     from oracles.compare import bitwise_equal
-    from pyfy_fuzz.case.observe import _mutate
+    from pyfy_fuzz.case.probes import _mutate
 
     x = torch.tensor([float("nan"), float("inf"), 7.0, 4096.0], dtype=torch.float16)
     before = x.clone()

@@ -204,13 +204,8 @@ def test_the_versions_command_refuses_bad_input_with_exit_2(
 
 def test_the_report_and_the_readme_say_which_releases_and_a_fix_changes_the_status() -> None:
     from pyfy_fuzz.corpus.entry import readme
-    from pyfy_fuzz.reports.triage_view import (
-        Findings,
-        entry_from_case,
-        group_entries,
-        render_findings_markdown,
-        render_findings_text,
-    )
+    from pyfy_fuzz.reports.triage_render import render_findings_markdown, render_findings_text
+    from pyfy_fuzz.reports.triage_view import Findings, entry_from_case, group_entries
 
     src = sorted((REPO / "corpus").glob("*/case.json"))[0]
     case = json.loads(src.read_text())

@@ -23,8 +23,9 @@ from generators._spec import (
     Stmt,
     ViewStep,
 )
+from pyfy_fuzz.case.ground_truth import nondeterminism
 from pyfy_fuzz.case.observe import Target, observe_subject
-from pyfy_fuzz.case.runner import _nondeterminism, run_case
+from pyfy_fuzz.case.runner import run_case
 from pyfy_fuzz.case.subjects import BundledPythonify, Produced
 from pyfy_fuzz.pythonify import PythonifyUnsupported
 
@@ -169,10 +170,10 @@ def test_nondeterministic_eager_is_discarded():
 
     a = observe_subject(program, Target("eager", drifting))
     b = observe_subject(program, Target("eager", drifting))
-    assert _nondeterminism(a, b) is not None
+    assert nondeterminism(a, b) is not None
     fn = program.make_fn()
     assert (
-        _nondeterminism(
+        nondeterminism(
             observe_subject(program, Target("eager", fn)),
             observe_subject(program, Target("eager", fn)),
         )
@@ -382,7 +383,7 @@ def test_error_of_a_live_statement_is_reported_though_dead_code_raises_first():
 def test_dead_code_reference_only_where_the_raising_statement_is_dead():
     """The decision itself, on observations (no compile): a subject that returns where eager
     raised is judged against the live program only if the error came from dead code."""
-    from pyfy_fuzz.case.runner import _dead_code_errors
+    from pyfy_fuzz.case.dead_code import dead_code_errors
 
     from .oracles.helpers import observe
 
@@ -398,9 +399,9 @@ def test_dead_code_reference_only_where_the_raising_statement_is_dead():
         _, eager = observe(s, None, "eager")
         _, compiled = observe(s, _swallow_errors)
         assert eager.calls[0].raised is not None and compiled.calls[0].raised is None
-        assert (_dead_code_errors(s, "cpu", eager, compiled) is not None) is expect, s.body
+        assert (dead_code_errors(s, "cpu", eager, compiled) is not None) is expect, s.body
         _, raising = observe(s)  # a torch.compile that kept the dead code: nothing to decide
-        assert _dead_code_errors(s, "cpu", eager, raising) is None
+        assert dead_code_errors(s, "cpu", eager, raising) is None
 
 
 def test_write_into_a_custom_function_view_output_is_by_design():

@@ -9,6 +9,11 @@ from typing import Any
 import pytest
 
 from pyfy_fuzz.corpus.store import FORMAT
+from pyfy_fuzz.reports.triage_render import (
+    render_findings_html,
+    render_findings_markdown,
+    render_findings_text,
+)
 from pyfy_fuzz.reports.triage_view import (
     SEVERITIES,
     Findings,
@@ -17,9 +22,6 @@ from pyfy_fuzz.reports.triage_view import (
     entry_from_case,
     group_entries,
     load_findings,
-    render_findings_html,
-    render_findings_markdown,
-    render_findings_text,
     repro_f,
     severity_of,
     title_of,

@@ -4,10 +4,11 @@ every oracle.
     result = run_case(spec, backend="aot_eager")
     result.findings, result.status, result.wrapper_paths, result.timings
 
-Status: "ok" (compared; findings may be empty), "discarded" (eager did not reproduce itself, or
-misbehaved: see `_EagerQuirks`), or "invalid" (the spec could not be rendered). `unsupported`
+Status: "ok" (compared; findings may be empty), "discarded" (eager did not reproduce itself,
+or misbehaved: ground_truth.py), or "invalid" (the spec could not be rendered). `unsupported`
 says why the pythonify file was not produced, when it was not; torch.compile is still compared
-with eager then.
+with eager then. Where eager's error was dead code, torch.compile's reference is eager without
+it (dead_code.py).
 
 Errors in pyfy-fuzz itself propagate; only the subjects' exceptions become observations.
 """
@@ -18,8 +19,7 @@ import contextlib
 import os
 import tempfile
 import time
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
@@ -27,14 +27,22 @@ from typing import Any
 
 import torch
 import torch._dynamo
-from torch.overrides import TorchFunctionMode
 
 import oracles
-from generators import INPLACE, Program, ProgramSpec, materialize
+from generators import Program, ProgramSpec, materialize
 from oracles import Evidence, Finding
 from oracles.by_design import excuse, recording
+from pyfy_fuzz.case.dead_code import dead_code_errors
 from pyfy_fuzz.case.fp64 import fp64_fn, to_fp64
-from pyfy_fuzz.case.observe import Target, autograd_order, exc_obs, observe_subject
+from pyfy_fuzz.case.ground_truth import (
+    EagerQuirks,
+    nondeterminism,
+    nondeterministic_ops,
+    observe_eager,
+    watched,
+)
+from pyfy_fuzz.case.observe import observe_subject
+from pyfy_fuzz.case.recording import Target, exc_obs
 from pyfy_fuzz.case.subjects import (
     WARM,
     BundledPythonify,
@@ -54,23 +62,11 @@ from pyfy_fuzz.case.subjects import (
     warm_applies,
     warm_target,
 )
-from pyfy_fuzz.schema.observation import CallObs, SubjectObs
+from pyfy_fuzz.schema.observation import SubjectObs
 from pyfy_fuzz.schema.paths import spec_paths
-from pyfy_fuzz.schema.spec import CallPlan, OutSpec, draws_random
+from pyfy_fuzz.schema.spec import CallPlan, draws_random
 
-__all__ = [
-    "BACKENDS",
-    "CaseResult",
-    "DEVICES",
-    "FRESH_OPS",
-    "NONDETERMINISTIC",
-    "PURE_OPS",
-    "case_backend",
-    "dead_statements",
-    "dead_writes",
-    "nondeterministic_ops",
-    "run_case",
-]
+__all__ = ["BACKENDS", "CaseResult", "DEVICES", "case_backend", "run_case"]
 
 BACKENDS = ("aot_eager", "inductor")
 DEVICES = ("cpu", "cuda")
@@ -98,19 +94,6 @@ class CaseResult:
 def case_backend(spec: ProgramSpec, backend: str) -> str:
     """The backend a case compiles with: the spec's own, else the one it is run with."""
     return spec.plan.backend or backend
-
-
-def _nondeterminism(a: SubjectObs, b: SubjectObs) -> str | None:
-    """Compare two eager runs with the oracles themselves (eager vs eager, exact)."""
-    ev = Evidence(eager=a, compiled=b, pythonified=None, backend="aot_eager")
-    found = [f for f in oracles.check_all(ev) if f.oracle != "seq_nr"]
-    return (
-        found[0].explanation.replace(
-            "torch.compile differs from eager", "eager differs from itself"
-        )
-        if found
-        else None
-    )
 
 
 def _fp64_target(program: Program) -> Target:
@@ -145,7 +128,7 @@ class _Subjects:
     compiled: SubjectObs
     pythonified: SubjectObs | None  # None: no file (unsupported, or the compile failed alike)
     file_mod: ModuleType | None  # the loaded file, for its SEQ_NR tables
-    reference: Program  # the program torch.compile is judged against (see _dead_code_errors)
+    reference: Program  # the program torch.compile is judged against (see dead_code_errors)
     eager: SubjectObs  # eager's observation of `reference`
     dead_code: bool  # eager's errors were dead code (by_design: dead-code-error)
     ref64: SubjectObs | None  # eager in float64 (tolerances for inductor)
@@ -220,60 +203,18 @@ def run_case(
     )
 
 
-# Note [Nondeterminism on the GPU]
-# Eager is the ground truth only where it gives the same bits twice. On CPU two eager runs
-# that agree are evidence enough (run_case compares them exactly). On CUDA they are not:
-# atomics (index_add, scatter_add, index_put with accumulate, and the backwards of gathers
-# and embeddings) add in whatever order the threads arrive, which on small tensors is often,
-# but not always, the same. So on CUDA the second run asks torch which ops it took that have
-# no deterministic implementation (use_deterministic_algorithms(True, warn_only=True): the
-# same list torch documents), and a program that took one is discarded, never compared
-# exactly and never reported. An op that has a deterministic alternative (index_add_ on
-# CUDA: no warning, measured on torch 2.11 with an H200) takes it in that run instead, so the
-# two eager runs usually differ in their bits and the exact comparison discards the program;
-# where they agree by chance, the program stays compared. The generators draw none of those
-# ops today (no index_add, scatter_add, index_put with accumulate, embedding or gather), so
-# that gap is open only to hand-written specs. Everything else stays exact.
-NONDETERMINISTIC = "does not have a deterministic implementation"
-
-
-@contextlib.contextmanager
-def nondeterministic_ops(device: str) -> Iterator[list[str]]:
-    """On CUDA, the run inside asks torch to warn where it takes an op that may give other
-    bits on another run (Note [Nondeterminism on the GPU]); yields the ops' messages. Two
-    eager runs that agree do not prove it: atomics can happen to add in the same order."""
-    flagged: list[str] = []
-    if not device.startswith("cuda"):
-        yield flagged
-        return
-    before = (
-        torch.are_deterministic_algorithms_enabled(),
-        torch.is_deterministic_algorithms_warn_only_enabled(),
-    )
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        try:
-            yield flagged
-        finally:
-            torch.use_deterministic_algorithms(before[0], warn_only=before[1])
-    flagged += [
-        str(w.message).split("\n")[0][:200] for w in seen if NONDETERMINISTIC in str(w.message)
-    ]
-
-
 def _eager_or_discard(
     spec: ProgramSpec, program: Program, clock: _Clock
 ) -> SubjectObs | CaseResult:
     """Eager's observation, or the discarded CaseResult when eager cannot be the ground truth:
     it misbehaves, or a second run differs from the first."""
     clock.phase("eager")
-    eager = _observe_eager(program)
+    eager = observe_eager(program)
     # The second run checks that eager reproduces itself; its probes would repeat the first's.
     # It also watches eager for misbehaviour of its own (only where the program can show it).
-    quirks = _EagerQuirks() if any(s.op == "dropout" for s in spec.body) else None
+    quirks = EagerQuirks() if any(s.op == "dropout" for s in spec.body) else None
     with nondeterministic_ops(program.device) as flagged:
-        again = observe_subject(program, _watched(eager_target(program), quirks), probes=False)
+        again = observe_subject(program, watched(eager_target(program), quirks), probes=False)
     clock.lap("eager_s")
     if flagged:
         reason = f"nondeterministic on {program.device}: {flagged[0]}"
@@ -281,7 +222,7 @@ def _eager_or_discard(
     if quirks is not None and quirks.found is not None:
         misbehaves = f"eager misbehaves: {quirks.found}"
         return CaseResult(spec, "discarded", reason=misbehaves, timings=clock.timings)
-    why = _nondeterminism(eager, again)
+    why = nondeterminism(eager, again)
     if why is not None:
         return CaseResult(
             spec, "discarded", reason=f"nondeterministic: {why}", timings=clock.timings
@@ -314,7 +255,7 @@ def _compiled_subjects(
     clock.lap("compiled_run_s")
     warm, how = _warm(program, backend, cold, clock)
     reference = program
-    live = _dead_code_errors(spec, device, eager, compiled)
+    live = dead_code_errors(spec, device, eager, compiled)
     if live is not None:  # by_design: dead-code-error
         clock.phase("eager")
         reference, eager = live
@@ -465,166 +406,3 @@ def _rng_config(spec: ProgramSpec) -> contextlib.AbstractContextManager[object]:
     import torch._inductor.config as iconfig
 
     return iconfig.patch(fallback_random=True)
-
-
-def _observe_eager(program: Program) -> SubjectObs:
-    obs = observe_subject(program, eager_target(program))
-    order = autograd_order(program, eager_target(program), 0) if program.plan.backward else None
-    return replace(obs, extra={**obs.extra, "autograd_order": order})
-
-
-# ---------------------------------------------------------------- eager misbehaving
-
-
-class _EagerQuirks(TorchFunctionMode):
-    """Watches an eager run for an out-of-place op that hands back its input object itself.
-
-    torch 2.13: dropout (and its variants) of a tensor with no elements returns the input
-    as-is instead of a new tensor. Everything downstream then works on the argument itself:
-    the output *is* the input (a leaf), an in-place write to the "result" mutates the input
-    and trips eager's own backward (a saved tensor modified) or its leaf check. torch.compile
-    hands out another tensor (its graph's output), as an out-of-place op should; the difference
-    is eager's, not a compile bug, so such a case is discarded. Decided at run time, on what
-    eager did, so it holds however the spec came to have an empty tensor there (generated,
-    shrunk, a variant call, written by hand)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.found: str | None = None
-
-    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        name = getattr(func, "__name__", "")
-        inplace = name.endswith("_") or kwargs.get("inplace") or (len(args) > 3 and args[3])
-        if (
-            "dropout" in name
-            and not inplace
-            and args
-            and isinstance(out, torch.Tensor)
-            and out is args[0]
-            and self.found is None
-        ):
-            self.found = (
-                f"{name} of a tensor with {out.numel()} elements returned its input as-is "
-                "(not a new tensor)"
-            )
-        return out
-
-
-def _watched(target: Target, quirks: _EagerQuirks | None) -> Target:
-    if quirks is None:
-        return target
-    inner = target.call
-
-    def call(*args: Any) -> Any:
-        with quirks:
-            return inner(*args)
-
-    return replace(target, call=call)
-
-
-# ---------------------------------------------------------------- dead code
-
-
-# Statements torch.compile may drop when nothing uses their results: functional aten ops, which
-# Dynamo's and AOTAutograd's dead-code elimination remove. Random ops are kept (fallback_random,
-# see _rng_config); in-place and metadata mutations, effects, hooks, grad-mode changes, custom
-# Functions and BatchNorm (running stats) are never dead here.
-PURE_OPS = frozenset(
-    {
-        *("sin", "cos", "tanh", "sigmoid", "relu", "neg", "abs", "mul2", "add1"),
-        *("logical_not", "detach", "gram", "add", "sub", "mul", "maximum", "and", "or"),
-        *("sum", "to", "view"),
-    }
-)
-
-
-def _refs(out: OutSpec) -> set[str]:
-    if out.kind == "tuple":
-        return set().union(*(_refs(o) for o in out.items)) if out.items else set()
-    return {out.ref} if out.ref else set()
-
-
-# Pure ops whose result is a new tensor, never a view of an argument ("view", "detach" and
-# "to" may return one): writing into such a result in place touches nothing else.
-FRESH_OPS = PURE_OPS - {"view", "detach", "to"}
-
-
-def dead_writes(spec: ProgramSpec) -> set[int]:
-    """In-place writes (generators' INPLACE) into a value nothing else reads: made by a
-    FRESH_OPS statement, no output, and every statement that names it writes into it in place.
-    They are dead code as much as a pure statement is (the 1-hour campaign's
-    compile-divergence.IndexError.ad598f021f8d: `v2 = a0.neg(); v2.index_put_(...)` with an
-    index eager rejects, a write torch.compile removed with v2)."""
-    outputs = set().union(*(_refs(o) for o in spec.outputs)) if spec.outputs else set()
-    dead: set[int] = set()
-    for stmt in spec.body:
-        if stmt.op not in FRESH_OPS:
-            continue
-        for v in set(stmt.outs) - outputs:
-            uses = [j for j, s in enumerate(spec.body) if v in s.args]
-            writes = [
-                j
-                for j in uses
-                if spec.body[j].op in INPLACE
-                and spec.body[j].args[:1] == (v,)
-                and not spec.body[j].outs
-            ]
-            if uses and writes == uses:
-                dead.update(writes)
-    return dead
-
-
-def dead_statements(spec: ProgramSpec) -> list[int]:
-    """Indices of the body's statements whose results nothing uses: pure (PURE_OPS) and none
-    of the values they bind reaches an output or a statement that is not itself dead, and the
-    in-place writes into such values (`dead_writes`)."""
-    live: set[str] = set().union(*(_refs(o) for o in spec.outputs)) if spec.outputs else set()
-    writes = dead_writes(spec)
-    dead = []
-    for i in reversed(range(len(spec.body))):
-        stmt = spec.body[i]
-        if i in writes or (stmt.op in PURE_OPS and not live.intersection(stmt.outs)):
-            dead.append(i)
-            continue
-        live.update(a for a in stmt.args if isinstance(a, str))
-    return sorted(dead)
-
-
-def _slots(obs: SubjectObs) -> list[CallObs | None]:
-    return [*obs.calls, obs.variant, *obs.sequence]
-
-
-def _dead_code_errors(
-    spec: ProgramSpec, device: str, eager: SubjectObs, compiled: SubjectObs
-) -> tuple[Program, SubjectObs] | None:
-    """by_design: dead-code-error. Where eager raised in a call and torch.compile returned,
-    was the error raised by a statement whose result is dead? Eager runs the program without
-    its dead statements: calls that then return raised in dead code. If torch.compile returned
-    at every such call (it eliminated the dead code), that run -- the same program as far as
-    anything observable goes -- is torch.compile's reference: (program, observation). A raising
-    statement whose result is used still raises there, and stays a finding."""
-    if compiled.setup_error is not None:
-        return None
-    pairs = list(zip(_slots(eager), _slots(compiled), strict=False))
-    if not any(_raised_in_call(e) and c is not None and c.raised is None for e, c in pairs):
-        return None
-    dead = set(dead_statements(spec))
-    if not dead:
-        return None
-    body = tuple(s for i, s in enumerate(spec.body) if i not in dead)
-    program = materialize(replace(spec, body=body), device=device)
-    live = _observe_eager(program)
-    dead_errors = 0
-    for (e, c), lv in zip(pairs, _slots(live), strict=False):
-        if not _raised_in_call(e) or _raised_in_call(lv):
-            continue
-        if c is not None and c.raised is not None:
-            return None  # torch.compile kept this dead code: eager is its reference as it is
-        dead_errors += 1
-    return (program, live) if dead_errors else None
-
-
-def _raised_in_call(call: CallObs | None) -> bool:
-    return call is not None and call.raised is not None and call.raised.phase == "call"

@@ -7,9 +7,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyfy_fuzz.cli.common import Commands, check_json_path, cli_error
+
+if TYPE_CHECKING:  # imported where used: the CLI starts without the corpus layer
+    from pyfy_fuzz.corpus.releases import Interpreter
+    from pyfy_fuzz.corpus.store import Entry
 
 __all__ = ["register", "cmd_versions"]
 
@@ -43,20 +47,12 @@ def register(commands: Commands) -> None:
 
 
 def cmd_versions(args: argparse.Namespace) -> int:
-    """Long: it checks the arguments, probes each interpreter, runs the repros, writes each
-    record into its entry as it comes, then prints one line per entry and the exit status."""
+    """Check the arguments, probe each interpreter, run the repros, write each record into
+    its entry as it comes, then print one line per entry; 1 where a repro erred or timed out."""
     from pyfy_fuzz.campaign.replay import collect
     from pyfy_fuzz.corpus.entry import readme_of
-    from pyfy_fuzz.corpus.releases import (
-        InterpreterError,
-        ReleaseRecord,
-        merge,
-        probe,
-        records_of,
-        releases_line,
-        run_versions,
-    )
-    from pyfy_fuzz.corpus.store import Corpus, CorpusError, Entry
+    from pyfy_fuzz.corpus.releases import ReleaseRecord, merge, run_versions
+    from pyfy_fuzz.corpus.store import Corpus, CorpusError
 
     check_json_path(args.json)
     if not args.timeout > 0:
@@ -71,14 +67,7 @@ def cmd_versions(args: argparse.Namespace) -> int:
         print(f"{'error' if p.damaged else 'warning'}: {p.path}: {p.message}", file=sys.stderr)
     if not entries:
         raise cli_error(f"no corpus entries under {', '.join(map(str, args.paths))}")
-    interpreters = []
-    for python in dict.fromkeys(args.python or [sys.executable]):
-        try:
-            interpreters.append(probe(python))
-        except InterpreterError as e:
-            raise cli_error(str(e)) from None
-    for i in interpreters:
-        print(f"torch {i.torch} ({'with' if i.cuda else 'no'} CUDA): {i.python}")
+    interpreters = _interpreters(args.python or [sys.executable])
 
     corpora: dict[Path, Corpus] = {}
     by_path: dict[Path, Entry] = {e.path: e for e in entries}
@@ -100,12 +89,45 @@ def cmd_versions(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         on_record=write,
     )
+    rows, bad = _summary(by_path, {i.python for i in interpreters})
+    if args.json is not None:
+        from pyfy_fuzz.schema.atomic import atomic_write
+
+        doc = {
+            "interpreters": [vars(i) for i in interpreters],
+            "entries": rows,
+        }
+        atomic_write(args.json, json.dumps(doc, indent=1) + "\n")
+    return 1 if bad else 0
+
+
+def _interpreters(pythons: list[str]) -> list[Interpreter]:
+    """Each interpreter once, probed for its torch and CUDA, and printed; a usage error for
+    one without torch."""
+    from pyfy_fuzz.corpus.releases import InterpreterError, probe
+
+    interpreters = []
+    for python in dict.fromkeys(pythons):
+        try:
+            interpreters.append(probe(python))
+        except InterpreterError as e:
+            raise cli_error(str(e)) from None
+    for i in interpreters:
+        print(f"torch {i.torch} ({'with' if i.cuda else 'no'} CUDA): {i.python}")
+    return interpreters
+
+
+def _summary(by_path: dict[Path, Entry], ran_by: set[str]) -> tuple[list[dict[str, Any]], int]:
+    """One line per entry (its releases), the rows of --json, and how many entries had a repro
+    err or time out under one of this run's interpreters (`ran_by`)."""
+    from pyfy_fuzz.corpus.releases import records_of, releases_line
+
     rows: list[dict[str, Any]] = []
     bad = 0
     for path, done in sorted(by_path.items(), key=lambda kv: kv[1].signature):
         records = records_of(done.case)
         line = releases_line(records, str(done.case.get("device") or "cpu"))
-        ran = [r for r in records if r.python in {i.python for i in interpreters}]
+        ran = [r for r in records if r.python in ran_by]
         bad += any(r.verdict in ("error", "timeout") for r in ran)
         print(f"{done.signature:<48} {line or '(not run: a hang entry)'}")
         rows.append(
@@ -116,12 +138,4 @@ def cmd_versions(args: argparse.Namespace) -> int:
                 "line": line,
             }
         )
-    if args.json is not None:
-        from pyfy_fuzz.schema.atomic import atomic_write
-
-        doc = {
-            "interpreters": [vars(i) for i in interpreters],
-            "entries": rows,
-        }
-        atomic_write(args.json, json.dumps(doc, indent=1) + "\n")
-    return 1 if bad else 0
+    return rows, bad

@@ -6,7 +6,7 @@ A finding's first Difference (Note [Differences are data] in schema/difference.p
 differs and in which call, as fields. `read_check` turns it into a `Check`: which calls run
 (the plan's calls up to the one that differs; then the variant call and the sequence's calls
 up to the one that differs, for a later call; or instead one fresh call without backward,
-for the in-place, version and saved probes, as pyfy_fuzz.case.observe makes them), how far
+for the in-place, version and saved probes, as pyfy_fuzz.case.probes makes them), how far
 backward runs, the
 expression observe() returns (over `out`, `args` and `fn`), and how the two sides' results
 compare:

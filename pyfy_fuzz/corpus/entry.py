@@ -14,10 +14,9 @@ from generators import render, spec_from_dict
 from oracles.groups import GROUPS, group_of
 from oracles.identity import difference_of, severity_of, title_of
 from oracles.upstream import known_upstream
-from pyfy_fuzz.schema.config import call_context
-
 from pyfy_fuzz.corpus.releases import fixed_in, records_of, releases_line
 from pyfy_fuzz.corpus.repro import render_repro, title
+from pyfy_fuzz.schema.config import call_context
 from pyfy_fuzz.schema.difference import Difference, reference_of
 
 __all__ = [

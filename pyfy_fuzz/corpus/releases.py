@@ -5,8 +5,8 @@
 Note [Which releases have a bug]
 --------------------------------
 An entry's repro.py needs torch and nothing of pyfy-fuzz (Note [A repro's exit codes] in
-repro.py), so any interpreter with a torch can run it, and its exit code says whether that
-torch has the bug. Each run is a `ReleaseRecord` in case.json's "releases" list: the torch
+_repro_head.py), so any interpreter with a torch can run it, and its exit code says whether
+that torch has the bug. Each run is a `ReleaseRecord` in case.json's "releases" list: the torch
 version, the device the repro ran on, the verdict (`repro_record`'s words) and when. There is
 one record per (torch, device); a later run replaces it.
 

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from oracles.identity import KnownBug, KnownBugs
-
 from pyfy_fuzz.schema.atomic import atomic_write
 from pyfy_fuzz.schema.case import FORMAT, OLD_FORMATS, CaseError, CaseRecord, OldFormat
 

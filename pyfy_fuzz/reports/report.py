@@ -28,15 +28,17 @@ from typing import Any
 
 from tabulate import tabulate
 
-from pyfy_fuzz.reports.triage_view import (
+from pyfy_fuzz.reports.triage_render import (
     FINDINGS_CSS,
+    render_findings_html,
+    render_findings_markdown,
+    render_findings_text,
+)
+from pyfy_fuzz.reports.triage_view import (
     Findings,
     FindingsError,
     difference_of,
     load_findings,
-    render_findings_html,
-    render_findings_markdown,
-    render_findings_text,
     severity_of,
     title_of,
 )

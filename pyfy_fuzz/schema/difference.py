@@ -50,7 +50,7 @@ __all__ = [
 
 CallKind = Literal["plan", "variant", "sequence", "probe", "setup"]
 CALL_KINDS: tuple[CallKind, ...] = get_args(CallKind)
-# The probes' fresh calls (pyfy_fuzz.case.observe): write into each output, bump the arguments'
+# The probes' fresh calls (pyfy_fuzz.case.probes): write into each output, bump the arguments'
 # versions before backward, save the arguments before the call and backward after it.
 ProbeKind = Literal["in-place", "version", "saved"]
 PROBES: tuple[ProbeKind, ...] = get_args(ProbeKind)

@@ -14,7 +14,7 @@ from oracles import Finding
 from oracles.guards import REUSED_ALIASING
 from oracles.identity import severity_of
 from oracles.seq_nr import unmapped_class
-from pyfy_fuzz.case.observe import exc_obs
+from pyfy_fuzz.case.recording import exc_obs
 
 from .helpers import edited, evidence, mapped, spec
 

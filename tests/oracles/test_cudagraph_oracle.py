@@ -12,7 +12,7 @@ import oracles
 from generators._spec import CallPlan
 from oracles.by_design import recording
 from oracles.cudagraph import OVERWRITTEN
-from pyfy_fuzz.case.observe import exc_obs
+from pyfy_fuzz.case.recording import exc_obs
 
 from .helpers import edited, evidence, spec
 

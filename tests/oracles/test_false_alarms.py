@@ -13,7 +13,8 @@ import torch
 import oracles
 from generators._spec import FunctionSpec, OutSpec
 from oracles.by_design import recording
-from pyfy_fuzz.case.runner import _EagerQuirks, dead_statements
+from pyfy_fuzz.case.dead_code import dead_statements
+from pyfy_fuzz.case.ground_truth import EagerQuirks
 
 from .helpers import evidence, mapped, spec
 
@@ -153,7 +154,7 @@ def test_eager_quirks_see_dropout_returning_its_empty_input():
         (lambda: f.dropout(empty, 0.5, training=True, inplace=True), False),  # documented
         (lambda: empty.sin(), False),
     ):
-        quirks = _EagerQuirks()
+        quirks = EagerQuirks()
         with quirks:
             call()
         assert (quirks.found is not None) is expect, quirks.found

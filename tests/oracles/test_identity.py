@@ -9,7 +9,7 @@ import oracles
 from oracles import Finding
 from oracles.identity import PENDING, KnownBug, KnownBugs, normalise_message
 from oracles.seq_nr import unmapped_class
-from pyfy_fuzz.case.observe import exc_obs
+from pyfy_fuzz.case.recording import exc_obs
 from pyfy_fuzz.schema.difference import CallRef, Difference, ExcFacts
 
 from .helpers import evidence, on_clones, spec

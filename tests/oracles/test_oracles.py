@@ -429,7 +429,7 @@ def test_variant_raising_another_type_than_eager():
 
         return call
 
-    from pyfy_fuzz.case.observe import exc_obs
+    from pyfy_fuzz.case.recording import exc_obs
 
     ev = evidence(s, compiled_wrap=eager_like)
     assert ev.eager.variant is not None
@@ -440,7 +440,7 @@ def test_variant_raising_another_type_than_eager():
 
 
 def test_compiler_crash_is_not_eagers_runtime_error():
-    from pyfy_fuzz.case.observe import exc_obs
+    from pyfy_fuzz.case.recording import exc_obs
 
     class BackendCompilerFailed(RuntimeError):
         pass

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from generators import Program
-from pyfy_fuzz.case.observe import Target, exc_obs, exception_tail
+from pyfy_fuzz.case.recording import Target, exc_obs, exception_tail
 from pyfy_fuzz.case.subjects.impl import Produced, PythonifyImpl
 from pyfy_fuzz.pythonify import capture_options
 from pyfy_fuzz.schema.config import aot_options, stock_compile

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from generators import Program
-from pyfy_fuzz.case.observe import Target
+from pyfy_fuzz.case.recording import Target
 
 __all__ = [
     "eager_target",

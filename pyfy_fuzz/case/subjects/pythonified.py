@@ -7,7 +7,7 @@ from types import ModuleType
 from typing import Any
 
 from generators import Program
-from pyfy_fuzz.case.observe import Target
+from pyfy_fuzz.case.recording import Target
 from pyfy_fuzz.schema.observation import CUDAGRAPH_RUNNERS
 
 __all__ = [

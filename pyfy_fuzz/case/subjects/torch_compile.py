@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyfy_fuzz.case.observe import Target
+from pyfy_fuzz.case.recording import Target
 from pyfy_fuzz.case.subjects.compile_once import CompileOnce
 
 __all__ = [

@@ -29,7 +29,7 @@ import torch
 import torch._dynamo
 
 from generators import Program
-from pyfy_fuzz.case.observe import Target
+from pyfy_fuzz.case.recording import Target
 from pyfy_fuzz.case.subjects.compile_once import plain_compile
 from pyfy_fuzz.schema.finding import OracleSubject
 from pyfy_fuzz.schema.messages import SERVED, Served

@@ -1,0 +1,120 @@
+"""by_design: dead-code-error. torch.compile removes statements whose results nothing uses
+(Dynamo's and AOTAutograd's dead-code elimination), and with them the errors only running them
+would raise; eager raises there. Where eager raised and torch.compile returned, the runner runs
+eager on the program without its dead statements, and that run is torch.compile's reference
+when it returns where torch.compile did (`dead_code_errors`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from generators import INPLACE, Program, ProgramSpec, materialize
+from pyfy_fuzz.case.ground_truth import observe_eager
+from pyfy_fuzz.schema.observation import CallObs, SubjectObs
+from pyfy_fuzz.schema.spec import OutSpec
+
+__all__ = ["FRESH_OPS", "PURE_OPS", "dead_code_errors", "dead_statements", "dead_writes"]
+
+
+# Statements torch.compile may drop when nothing uses their results: functional aten ops, which
+# Dynamo's and AOTAutograd's dead-code elimination remove. Random ops are kept (fallback_random,
+# see runner._rng_config); in-place and metadata mutations, effects, hooks, grad-mode changes,
+# custom Functions and BatchNorm (running stats) are never dead here.
+PURE_OPS = frozenset(
+    {
+        *("sin", "cos", "tanh", "sigmoid", "relu", "neg", "abs", "mul2", "add1"),
+        *("logical_not", "detach", "gram", "add", "sub", "mul", "maximum", "and", "or"),
+        *("sum", "to", "view"),
+    }
+)
+
+
+def _refs(out: OutSpec) -> set[str]:
+    if out.kind == "tuple":
+        return set().union(*(_refs(o) for o in out.items)) if out.items else set()
+    return {out.ref} if out.ref else set()
+
+
+# Pure ops whose result is a new tensor, never a view of an argument ("view", "detach" and
+# "to" may return one): writing into such a result in place touches nothing else.
+FRESH_OPS = PURE_OPS - {"view", "detach", "to"}
+
+
+def dead_writes(spec: ProgramSpec) -> set[int]:
+    """In-place writes (generators' INPLACE) into a value nothing else reads: made by a
+    FRESH_OPS statement, no output, and every statement that names it writes into it in place.
+    They are dead code as much as a pure statement is (the 1-hour campaign's
+    compile-divergence.IndexError.ad598f021f8d: `v2 = a0.neg(); v2.index_put_(...)` with an
+    index eager rejects, a write torch.compile removed with v2)."""
+    outputs = set().union(*(_refs(o) for o in spec.outputs)) if spec.outputs else set()
+    dead: set[int] = set()
+    for stmt in spec.body:
+        if stmt.op not in FRESH_OPS:
+            continue
+        for v in set(stmt.outs) - outputs:
+            uses = [j for j, s in enumerate(spec.body) if v in s.args]
+            writes = [
+                j
+                for j in uses
+                if spec.body[j].op in INPLACE
+                and spec.body[j].args[:1] == (v,)
+                and not spec.body[j].outs
+            ]
+            if uses and writes == uses:
+                dead.update(writes)
+    return dead
+
+
+def dead_statements(spec: ProgramSpec) -> list[int]:
+    """Indices of the body's statements whose results nothing uses: pure (PURE_OPS) and none
+    of the values they bind reaches an output or a statement that is not itself dead, and the
+    in-place writes into such values (`dead_writes`)."""
+    live: set[str] = set().union(*(_refs(o) for o in spec.outputs)) if spec.outputs else set()
+    writes = dead_writes(spec)
+    dead = []
+    for i in reversed(range(len(spec.body))):
+        stmt = spec.body[i]
+        if i in writes or (stmt.op in PURE_OPS and not live.intersection(stmt.outs)):
+            dead.append(i)
+            continue
+        live.update(a for a in stmt.args if isinstance(a, str))
+    return sorted(dead)
+
+
+def _slots(obs: SubjectObs) -> list[CallObs | None]:
+    return [*obs.calls, obs.variant, *obs.sequence]
+
+
+def dead_code_errors(
+    spec: ProgramSpec, device: str, eager: SubjectObs, compiled: SubjectObs
+) -> tuple[Program, SubjectObs] | None:
+    """by_design: dead-code-error. Where eager raised in a call and torch.compile returned,
+    was the error raised by a statement whose result is dead? Eager runs the program without
+    its dead statements: calls that then return raised in dead code. If torch.compile returned
+    at every such call (it eliminated the dead code), that run -- the same program as far as
+    anything observable goes -- is torch.compile's reference: (program, observation). A raising
+    statement whose result is used still raises there, and stays a finding."""
+    if compiled.setup_error is not None:
+        return None
+    pairs = list(zip(_slots(eager), _slots(compiled), strict=False))
+    if not any(_raised_in_call(e) and c is not None and c.raised is None for e, c in pairs):
+        return None
+    dead = set(dead_statements(spec))
+    if not dead:
+        return None
+    body = tuple(s for i, s in enumerate(spec.body) if i not in dead)
+    program = materialize(replace(spec, body=body), device=device)
+    live = observe_eager(program)
+    dead_errors = 0
+    for (e, c), lv in zip(pairs, _slots(live), strict=False):
+        if not _raised_in_call(e) or _raised_in_call(lv):
+            continue
+        if c is not None and c.raised is not None:
+            return None  # torch.compile kept this dead code: eager is its reference as it is
+        dead_errors += 1
+    return (program, live) if dead_errors else None
+
+
+def _raised_in_call(call: CallObs | None) -> bool:
+    return call is not None and call.raised is not None and call.raised.phase == "call"
