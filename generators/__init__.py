@@ -11,22 +11,10 @@ gives standalone source (torch only); `materialize(spec)` imports it. Internals 
 private modules; this module only re-exports.
 """
 
-from ._families import FAMILIES
+from . import _public
+from ._families import FAMILIES, FAMILY_TARGETS, reached
 from ._program import Program, materialize
-from ._public import (
-    autograd_function_programs,
-    cudagraph_programs,
-    dedupe_programs,
-    effects_programs,
-    input_mutation_programs,
-    later_aliasing_programs,
-    module_programs,
-    output_aliasing_programs,
-    programs,
-    rng_programs,
-    subclass_programs,
-    synthetic_base_programs,
-)
+from ._public import *  # noqa: F403  (programs() and a factory per family: _public.__all__)
 from ._render import render
 from ._spec import (
     SPEC_VERSION,
@@ -46,6 +34,7 @@ from ._stmts import INPLACE
 
 __all__ = [
     "FAMILIES",
+    "FAMILY_TARGETS",
     "INPLACE",
     "SPEC_VERSION",
     "CallPlan",
@@ -59,21 +48,11 @@ __all__ = [
     "SpecError",
     "Stmt",
     "ViewStep",
-    "autograd_function_programs",
-    "cudagraph_programs",
-    "later_aliasing_programs",
-    "dedupe_programs",
-    "effects_programs",
-    "input_mutation_programs",
     "materialize",
-    "module_programs",
-    "output_aliasing_programs",
-    "programs",
+    "reached",
     "render",
-    "rng_programs",
     "spec_from_dict",
-    "subclass_programs",
-    "synthetic_base_programs",
 ]
+__all__ += _public.__all__  # programs() and a factory per family
 for _name in __all__:
     assert _name in globals(), _name

@@ -37,6 +37,8 @@ from ._spec import (
 )
 
 Draw = Callable[[st.SearchStrategy[Any]], Any]
+# A drawn view's arguments, its geometry (None where unknown) and its shape.
+_ViewArgs = tuple[tuple[Any, ...], Geometry | None, tuple[int, ...]]
 
 # view(dtype) partners: the same element size, so a view keeps its geometry (pytorch#194747:
 # aliased arguments of two dtypes over one storage, one mutated).
@@ -353,110 +355,131 @@ class Builder:
         )
         return val
 
-    def _view_args(
-        self, v: Val, op: str
-    ) -> tuple[tuple[Any, ...], Geometry | None, tuple[int, ...]] | None:
-        """Long: one short branch per view op, each drawing that op's arguments and computing the
-        resulting geometry; a table of functions would split each op's rule from its draw."""
+    def _view_args(self, v: Val, op: str) -> _ViewArgs | None:
+        """Draw view `op`'s arguments on v: the arguments, the view's geometry (None where v's
+        is unknown) and its shape; None where the drawn view is not legal on v."""
+        draw = {
+            "slice": self._slice_args,
+            "select": self._select_args,
+            "transpose": self._transpose_args,
+            "unsqueeze": self._unsqueeze_args,
+            "squeeze": self._squeeze_args,
+            "expand": self._expand_args,
+            "diagonal": self._diagonal_args,
+            "reshape": self._reshape_args,
+            "as_strided": self._as_strided_args,
+            "unfold": self._unfold_args,
+            "view_dtype": self._view_dtype_args,
+        }.get(op)
+        if draw is None:
+            raise AssertionError(op)
+        return draw(v)
+
+    def _slice_args(self, v: Val) -> _ViewArgs:
         g, shape = v.geom, v.shape
+        d = self.integer(0, v.ndim - 1)
+        n = shape[d]
+        start = self.integer(0, n - 1) if n else 0
+        # Mostly non-empty: an empty slice aliases nothing.
+        stop = (start if self.chance(10) else self.integer(start + 1, n)) if n else 0
+        step = self.integer(1, 2)
+        size = len(range(start, stop, step))
+        new_shape = shape[:d] + (size,) + shape[d + 1 :]
+        if g is None:
+            return (d, start, stop, step), None, new_shape
+        stride = g.stride[:d] + (g.stride[d] * step,) + g.stride[d + 1 :]
+        geom = Geometry(new_shape, stride, g.offset + start * g.stride[d])
+        return (d, start, stop, step), geom, new_shape
 
-        def geom_of(
-            new_shape: tuple[int, ...], stride: tuple[int, ...], off: int
-        ) -> Geometry | None:
-            return None if g is None else Geometry(new_shape, stride, off)
+    def _select_args(self, v: Val) -> _ViewArgs | None:
+        g, shape = v.geom, v.shape
+        d = self.integer(0, v.ndim - 1)
+        if shape[d] == 0:
+            return None
+        i = self.integer(0, shape[d] - 1)
+        new_shape = shape[:d] + shape[d + 1 :]
+        if g is None:
+            return (d, i), None, new_shape
+        stride = g.stride[:d] + g.stride[d + 1 :]
+        return (d, i), Geometry(new_shape, stride, g.offset + i * g.stride[d]), new_shape
 
-        if op == "slice":
-            d = self.integer(0, v.ndim - 1)
-            n = shape[d]
-            start = self.integer(0, n - 1) if n else 0
-            # Mostly non-empty: an empty slice aliases nothing.
-            stop = (start if self.chance(10) else self.integer(start + 1, n)) if n else 0
-            step = self.integer(1, 2)
-            size = len(range(start, stop, step))
-            new_shape = shape[:d] + (size,) + shape[d + 1 :]
-            if g is None:
-                return (d, start, stop, step), None, new_shape
-            stride = g.stride[:d] + (g.stride[d] * step,) + g.stride[d + 1 :]
-            return (
-                (d, start, stop, step),
-                geom_of(new_shape, stride, g.offset + start * g.stride[d]),
-                new_shape,
-            )
-        if op == "select":
-            d = self.integer(0, v.ndim - 1)
-            if shape[d] == 0:
-                return None
-            i = self.integer(0, shape[d] - 1)
-            new_shape = shape[:d] + shape[d + 1 :]
-            if g is None:
-                return (d, i), None, new_shape
-            stride = g.stride[:d] + g.stride[d + 1 :]
-            return (d, i), geom_of(new_shape, stride, g.offset + i * g.stride[d]), new_shape
-        if op == "transpose":
-            d0, d1 = self.integer(0, v.ndim - 1), self.integer(0, v.ndim - 1)
-            perm = list(range(v.ndim))
-            perm[d0], perm[d1] = perm[d1], perm[d0]
-            new_shape = tuple(shape[p] for p in perm)
-            if g is None:
-                return (d0, d1), None, new_shape
-            return (
-                (d0, d1),
-                geom_of(new_shape, tuple(g.stride[p] for p in perm), g.offset),
-                new_shape,
-            )
-        if op == "unsqueeze":
-            d = self.integer(0, v.ndim)
-            new_shape = shape[:d] + (1,) + shape[d:]
-            if g is None:
-                return (d,), None, new_shape
-            inner = g.stride[d] * shape[d] if d < v.ndim else 1
-            stride = g.stride[:d] + (inner,) + g.stride[d:]
-            return (d,), geom_of(new_shape, stride, g.offset), new_shape
-        if op == "squeeze":
-            d = self.pick([i for i, n in enumerate(shape) if n == 1])
-            new_shape = shape[:d] + shape[d + 1 :]
-            if g is None:
-                return (d,), None, new_shape
-            return (d,), geom_of(new_shape, g.stride[:d] + g.stride[d + 1 :], g.offset), new_shape
-        if op == "expand":
-            d = self.pick([i for i, n in enumerate(shape) if n == 1])
-            new_shape = shape[:d] + (self.integer(2, 3),) + shape[d + 1 :]
-            if g is None:
-                return new_shape, None, new_shape
-            stride = g.stride[:d] + (0,) + g.stride[d + 1 :]
-            return new_shape, geom_of(new_shape, stride, g.offset), new_shape
-        if op == "diagonal":
-            new_shape = (min(shape),)
-            if g is None:
-                return (), None, new_shape
-            return (), geom_of(new_shape, (g.stride[0] + g.stride[1],), g.offset), new_shape
-        if op == "reshape":
-            total = numel(shape)
-            candidates = [(total,), shape + (1,), (1,) + shape]
-            if v.ndim >= 2:
-                candidates.append(shape[:-2] + (shape[-2] * shape[-1],))
-            new_shape = self.pick(candidates)
-            if g is None:
-                return None  # view legality unknown
-            new_geom = view_geometry(g, new_shape)
-            if new_geom is None:
-                return None
-            return new_shape, new_geom, new_shape
-        if op == "as_strided":
-            assert g is not None
-            w_size, w_stride, w_off = self._strided_window(v.storage_numel)
-            return (w_size, w_stride, w_off), Geometry(w_size, w_stride, w_off), w_size
-        if op == "unfold":  # dim d cut into windows of `size` elements, `step` apart
-            d = self.pick([i for i, n in enumerate(shape) if n])
-            size, step = self.integer(1, shape[d]), self.integer(1, 2)
-            new_shape = shape[:d] + ((shape[d] - size) // step + 1,) + shape[d + 1 :] + (size,)
-            if g is None:
-                return (d, size, step), None, new_shape
-            stride = g.stride[:d] + (g.stride[d] * step,) + g.stride[d + 1 :] + (g.stride[d],)
-            return (d, size, step), geom_of(new_shape, stride, g.offset), new_shape
-        if op == "view_dtype":  # same element size: the geometry stays
-            return (DTYPE_PARTNER[v.dtype],), g, shape
-        raise AssertionError(op)
+    def _transpose_args(self, v: Val) -> _ViewArgs:
+        g, shape = v.geom, v.shape
+        d0, d1 = self.integer(0, v.ndim - 1), self.integer(0, v.ndim - 1)
+        perm = list(range(v.ndim))
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+        new_shape = tuple(shape[p] for p in perm)
+        if g is None:
+            return (d0, d1), None, new_shape
+        return (d0, d1), Geometry(new_shape, tuple(g.stride[p] for p in perm), g.offset), new_shape
+
+    def _unsqueeze_args(self, v: Val) -> _ViewArgs:
+        g, shape = v.geom, v.shape
+        d = self.integer(0, v.ndim)
+        new_shape = shape[:d] + (1,) + shape[d:]
+        if g is None:
+            return (d,), None, new_shape
+        inner = g.stride[d] * shape[d] if d < v.ndim else 1
+        stride = g.stride[:d] + (inner,) + g.stride[d:]
+        return (d,), Geometry(new_shape, stride, g.offset), new_shape
+
+    def _squeeze_args(self, v: Val) -> _ViewArgs:
+        g, shape = v.geom, v.shape
+        d = self.pick([i for i, n in enumerate(shape) if n == 1])
+        new_shape = shape[:d] + shape[d + 1 :]
+        if g is None:
+            return (d,), None, new_shape
+        return (d,), Geometry(new_shape, g.stride[:d] + g.stride[d + 1 :], g.offset), new_shape
+
+    def _expand_args(self, v: Val) -> _ViewArgs:
+        g, shape = v.geom, v.shape
+        d = self.pick([i for i, n in enumerate(shape) if n == 1])
+        new_shape = shape[:d] + (self.integer(2, 3),) + shape[d + 1 :]
+        if g is None:
+            return new_shape, None, new_shape
+        stride = g.stride[:d] + (0,) + g.stride[d + 1 :]
+        return new_shape, Geometry(new_shape, stride, g.offset), new_shape
+
+    def _diagonal_args(self, v: Val) -> _ViewArgs:
+        g, shape = v.geom, v.shape
+        new_shape = (min(shape),)
+        if g is None:
+            return (), None, new_shape
+        return (), Geometry(new_shape, (g.stride[0] + g.stride[1],), g.offset), new_shape
+
+    def _reshape_args(self, v: Val) -> _ViewArgs | None:
+        g, shape = v.geom, v.shape
+        total = numel(shape)
+        candidates = [(total,), shape + (1,), (1,) + shape]
+        if v.ndim >= 2:
+            candidates.append(shape[:-2] + (shape[-2] * shape[-1],))
+        new_shape = self.pick(candidates)
+        if g is None:
+            return None  # view legality unknown
+        new_geom = view_geometry(g, new_shape)
+        if new_geom is None:
+            return None
+        return new_shape, new_geom, new_shape
+
+    def _as_strided_args(self, v: Val) -> _ViewArgs:
+        assert v.geom is not None
+        w_size, w_stride, w_off = self._strided_window(v.storage_numel)
+        return (w_size, w_stride, w_off), Geometry(w_size, w_stride, w_off), w_size
+
+    def _unfold_args(self, v: Val) -> _ViewArgs:
+        """Dim d cut into windows of `size` elements, `step` apart."""
+        g, shape = v.geom, v.shape
+        d = self.pick([i for i, n in enumerate(shape) if n])
+        size, step = self.integer(1, shape[d]), self.integer(1, 2)
+        new_shape = shape[:d] + ((shape[d] - size) // step + 1,) + shape[d + 1 :] + (size,)
+        if g is None:
+            return (d, size, step), None, new_shape
+        stride = g.stride[:d] + (g.stride[d] * step,) + g.stride[d + 1 :] + (g.stride[d],)
+        return (d, size, step), Geometry(new_shape, stride, g.offset), new_shape
+
+    def _view_dtype_args(self, v: Val) -> _ViewArgs:
+        """The same element size: the geometry stays."""
+        return (DTYPE_PARTNER[v.dtype],), v.geom, v.shape
 
     # ------------------------------------------------------------------ the result
 

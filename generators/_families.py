@@ -1,8 +1,14 @@
-"""One strategy per wrapper family, and `programs()` mixing them.
+"""The wrapper families: each declared once, beside the builder that draws its programs.
+
+A family is one `@family(...)` declaration on its builder (_family.py): its name and profile
+(how it biases the builder), the wrapper paths that mean its target was reached, and what it
+generates (its `<name>_programs` docstring). `FAMILIES`, `PROFILES` and `FAMILY_TARGETS` are
+read off the declarations, in the order they are made here: `programs()` draws a family by its
+place in `FAMILIES`, so a new family goes last (and gets a factory in _public.py).
 
 Each family builds the structure its wrapper needs first (forced statements), then draws a
-few random statements, outputs and a call plan. Forced structure comes first so that shrinking
-deletes the random tail and keeps what makes the wrapper fire.
+few random statements, outputs and a call plan (`_strategy.build`). Forced structure comes
+first so that shrinking deletes the random tail and keeps what makes the wrapper fire.
 """
 
 from __future__ import annotations
@@ -12,77 +18,27 @@ from dataclasses import replace
 from functools import partial
 
 from hypothesis import event
-from hypothesis import strategies as st
-
-from pyfy_fuzz.schema.config import CATALOGUE
 
 from ._build import DTYPE_PARTNER, Builder, Profile
+from ._family import DECLARATIONS, family, weights
 from ._model import Geometry, Val, contiguous_strides, numel, overlap
-from ._render import variant_changes
-from ._spec import (
-    CALL_RELATIONS,
-    CallPlan,
-    ModuleSpec,
-    OutSpec,
-    ProgramSpec,
-    Stmt,
-    variant_tokens,
-)
+from ._spec import ModuleSpec, OutSpec, Stmt
 from ._stmts import (
     bind,
     fresh,
     mutable,
     note_saved,
-    random_stmt,
     stmt_detach,
-    stmt_effect,
-    stmt_function,
     stmt_grad_mode,
-    stmt_hook,
     stmt_inplace,
     stmt_metadata,
-    stmt_rng,
     stmt_unary,
     stmt_view,
     tensors,
 )
+from ._stmts_extra import stmt_effect, stmt_function, stmt_hook, stmt_rng
 
-_BASE_WEIGHTS = {
-    "unary": 6,
-    "binary": 5,
-    "view": 4,
-    "inplace": 3,
-    "reduce": 1,
-    "matmul": 1,
-    "cast": 1,
-    "detach": 1,
-}
-
-
-def _weights(**extra: int) -> dict[str, int]:
-    return {**_BASE_WEIGHTS, **extra}
-
-
-PROFILES: dict[str, Profile] = {
-    "dedupe": Profile("dedupe", _weights(), frontend="aot"),
-    "synthetic_base": Profile("synthetic_base", _weights()),
-    "input_mutation": Profile(
-        "input_mutation", _weights(inplace=6, metadata=2, grad_mode=1, identity=2, data=1)
-    ),
-    "output_aliasing": Profile("output_aliasing", _weights(view=8, identity=2)),
-    "subclass": Profile(
-        "subclass", {"unary": 6, "binary": 4, "view": 3, "inplace": 2}, float_only=True
-    ),
-    "effects": Profile("effects", _weights(effect=3)),
-    "rng": Profile("rng", _weights(rng=3), float_only=True),
-    "autograd_function": Profile(
-        "autograd_function", _weights(function=3, hook=2), float_only=True
-    ),
-    "module": Profile("module", _weights(batchnorm=3, data=2), float_only=True),
-    "cudagraph": Profile("cudagraph", _weights(), mode="reduce-overhead", min_calls=2),
-    "later_aliasing": Profile("later_aliasing", _weights()),
-}
-FAMILIES = tuple(PROFILES)
+__all__ = ["DECLARATIONS", "FAMILIES", "FAMILY_TARGETS", "PROFILES", "reached"]
 
 
 # ------------------------------------------------------------------ inputs per family
@@ -117,6 +73,12 @@ def _forced_mutation(b: Builder, target: Val, ctx: str | None = "draw") -> None:
 # ------------------------------------------------------------------ family builders
 
 
+@family(
+    Profile("dedupe", weights(), frontend="aot"),
+    targets=("dedupe/",),
+    doc="The same tensor passed twice and mutated in place, through the AOT front-end "
+    "(Dynamo dedupes repeated arguments itself): AOTDedupeWrapper.",
+)
 def _dedupe(b: Builder) -> None:
     root = _mutable_root(b)
     first = b.input_root(root)
@@ -157,6 +119,12 @@ def _denser_duplicates(b: Builder, root: Val, first: Val) -> None:
         event("dedupe: through Dynamo")
 
 
+@family(
+    Profile("synthetic_base", weights()),
+    targets=("synthetic_base/",),
+    doc="Mutually aliased arguments (base and view, two views, set_-shared storage; 1-D or n-D; "
+    "overlapping or disjoint), one of them mutated: AOTSyntheticBaseWrapper.",
+)
 def _synthetic_base(b: Builder) -> None:
     # AOT refuses, by design ("does not yet handle non-differentiable view input
     # mutations"), aliases with mixed ._base states (a view with a set_-shared tensor) and,
@@ -230,47 +198,12 @@ def _windows(b: Builder) -> tuple[Val, list[Val]]:
     return root, [first, b.input_window(root, size, tuple(stride), shift)]
 
 
-def _later_aliasing(b: Builder) -> None:
-    """Arguments kept apart in call 0 that a later call aliases (the same tensor twice, two
-    views of one storage, a partial overlap), or views of one root that a later call
-    overlaps otherwise, with one written in place and another read: a graph compiled for
-    call 0's aliasing reads a stale value or writes back to the wrong argument where the
-    later call's differs. Most upstream wrapper bugs take this shape (issue 28). The later
-    call is the family's, not drawn (`Builder.later`); the program may stay on Dynamo or
-    go through AOT, and several arguments of one shape may be written (a write-back to the
-    wrong one shows as a wrong value)."""
-    shape = b.pick(("twins", "three", "views"))
-    if b.chance(3):
-        b.profile = replace(b.profile, frontend="aot")
-    root = _mutable_root(b, ndim_min=1, nonempty=True)
-    if shape == "views":  # aliased in call 0; later, another overlap
-        args = [b.input_root(root), b.input_view(root)]
-        relation = "shift"
-    else:
-        index = b.root_vals.index(root)
-        args = [b.input_root(root)] + [
-            b.input_root(b.add_twin(index)) for _ in range(2 if shape == "three" else 1)
-        ]
-        # overlap takes arguments needing no grad, of two elements at least (to_overlapping)
-        apart = root.requires_grad or numel(root.shape) < 2
-        relation = b.pick(("aliasing", "share") if apart else ("aliasing", "share", "overlap"))
-    event(f"later aliasing: {shape}, then {relation}")
-    # Read before the write orders wrong differently; not for views of one root, whose
-    # write would then change what the read saved for backward.
-    read_first = shape != "views" and b.chance(3)
-    readers = args[1:] if shape != "three" else args[2:]
-    if read_first:
-        for other in readers:
-            _return_new(b, partial(stmt_unary, b, target=b.vals[other.name]))
-    for target in args[:1] if shape != "three" else args[:2]:
-        _forced_mutation(b, b.vals[target.name], ctx=None if b.chance(2) else "draw")
-    if not read_first:
-        for other in readers:
-            _return_new(b, partial(stmt_unary, b, target=b.vals[other.name]))
-    b.later = relation
-    event("aim: plan/aliased_later/mutate_read")
-
-
+@family(
+    Profile("input_mutation", weights(inplace=6, metadata=2, grad_mode=1, identity=2, data=1)),
+    targets=("runtime/input_mutation/",),
+    doc="Data and metadata mutation of arguments, under no_grad/inference_mode, and grad-mode "
+    "changes inside the function: RuntimeWrapper's mutation epilogue.",
+)
 def _input_mutation(b: Builder) -> None:
     _plain_inputs(b)
     ins = tensors(b, lambda v: v.input_index is not None)
@@ -310,6 +243,12 @@ def _input_mutation(b: Builder) -> None:
     _forced_mutation(b, target)
 
 
+@family(
+    Profile("output_aliasing", weights(view=8, identity=2)),
+    targets=("runtime/output/",),
+    doc="Outputs that are an input, views of inputs or of intermediates, or one tensor twice: "
+    "RuntimeWrapper's output alias regeneration.",
+)
 def _output_aliasing(b: Builder) -> None:
     _plain_inputs(b)
     kinds = (
@@ -398,6 +337,13 @@ def _view_of(b: Builder, v: Val) -> None:
             return
 
 
+@family(
+    Profile("subclass", {"unary": 6, "binary": 4, "view": 3, "inplace": 2}, float_only=True),
+    targets=("subclass/",),
+    doc="TwoTensor, TwoTensor of TwoTensors and MirrorTensor (a one-tensor traceable wrapper "
+    "subclass) arguments: "
+    "AOTDispatchSubclassWrapper.",
+)
 def _subclass(b: Builder) -> None:
     kind = b.pick(("two_tensor", "mirror", "nested_two_tensor"))
     event(f"aim: subclass/{kind}")
@@ -419,6 +365,12 @@ def _with_result(b: Builder) -> None:
     _return_new(b, lambda: stmt_unary(b))
 
 
+@family(
+    Profile("effects", weights(effect=3)),
+    targets=("tokens/",),
+    doc="aten._print, the print higher-order op and an ORDERED effectful custom op: "
+    "EffectTokensWrapper.",
+)
 def _effects(b: Builder) -> None:
     _plain_inputs(b)
     stmt_effect(b)
@@ -426,11 +378,24 @@ def _effects(b: Builder) -> None:
     event("aim: tokens/forward")
 
 
+@family(
+    Profile("rng", weights(rng=3), float_only=True),
+    targets=("rng/",),  # CUDA only; on CPU the family is judged by eager parity instead
+    doc="rand_like, randn_like, dropout, bernoulli under a fixed seed "
+    "(FunctionalizedRngRuntimeWrapper on CUDA; eager parity on CPU).",
+)
 def _rng(b: Builder) -> None:
     _plain_inputs(b)
     stmt_rng(b)
 
 
+@family(
+    Profile("autograd_function", weights(function=3, hook=2), float_only=True),
+    targets=("autograd/",),
+    doc="Custom autograd.Functions (ctx and setup_context styles; save_for_backward, "
+    "mark_dirty, mark_non_differentiable, set_materialize_grads, once_differentiable, view "
+    "outputs, an effect in backward) and tensor hooks: AOTDispatchAutograd.",
+)
 def _autograd_function(b: Builder) -> None:
     root = b.add_root(grad=b.pick(("leaf", "nonleaf")), dtype="float32")
     b.input_root(root)
@@ -444,6 +409,11 @@ def _autograd_function(b: Builder) -> None:
     event("aim: autograd/custom_function")
 
 
+@family(
+    Profile("module", weights(batchnorm=3, data=2), float_only=True),
+    targets=("module/",),
+    doc="nn.Modules with parameters, buffers, tied parameters and BatchNorm running stats.",
+)
 def _module(b: Builder) -> None:
     x = b.add_root(ndim_min=1, dtype="float32", grad=b.pick(("none", "leaf")), layout="contiguous")
     b.input_root(x)
@@ -505,6 +475,12 @@ def _param_val(b: Builder, name: str, shape: tuple[int, ...], param: bool) -> Va
     )
 
 
+@family(
+    Profile("cudagraph", weights(), mode="reduce-overhead", min_calls=2),
+    targets=("cudagraph/",),
+    doc="Programs compiled with mode='reduce-overhead' and called several times: CUDA-graph "
+    "capture and replay (emulated on CPU).",
+)
 def _cudagraph(b: Builder) -> None:
     """What a replay must get right beyond copying plain inputs into static buffers: an
     nn.Module's parameters and buffers, which are static inputs used in place (an optimiser
@@ -524,189 +500,67 @@ def _cudagraph(b: Builder) -> None:
     event("aim: cudagraph/replay")
 
 
-_BUILDERS: dict[str, Callable[[Builder], None]] = {
-    "dedupe": _dedupe,
-    "synthetic_base": _synthetic_base,
-    "input_mutation": _input_mutation,
-    "output_aliasing": _output_aliasing,
-    "subclass": _subclass,
-    "effects": _effects,
-    "rng": _rng,
-    "autograd_function": _autograd_function,
-    "module": _module,
-    "cudagraph": _cudagraph,
-    "later_aliasing": _later_aliasing,
-}
-
-
-# ------------------------------------------------------------------ outputs and plan
-
-
-def _draw_out(b: Builder, depth: int = 0) -> OutSpec:
-    refs = [n for n in b.vals if n[0] in "av"]  # module parameters and buffers stay inside
-    kind = 0 if not b.chance(5) or b.profile.frontend == "aot" else b.integer(1, 4)
-    if kind == 0 or not refs:
-        if not refs:
-            return OutSpec("none")
-        return OutSpec("ref", ref=b.pick(refs[::-1]))  # shrinks toward the latest value
-    if kind == 1:
-        return OutSpec("int", value=b.integer(0, 3))
-    if kind == 2:
-        return OutSpec("none")
-    if kind == 3:
-        sized = [r for r in refs if b.vals[r].ndim > 0]
-        if not sized:
-            return OutSpec("none")
-        r = b.pick(sized)
-        return OutSpec("size", ref=r, value=b.integer(0, b.vals[r].ndim - 1))
-    if depth >= 1:
-        return OutSpec("ref", ref=b.pick(refs[::-1]))
-    return OutSpec("tuple", items=tuple(_draw_out(b, depth + 1) for _ in range(b.integer(1, 2))))
-
-
-def _config(b: Builder) -> tuple[str, ...]:
-    """A configuration from the catalogue (Note [Drawn configurations] in
-    pyfy_fuzz/schema/config.py): torch's defaults for three programs in four, else one knob,
-    sometimes with a second compile knob. Shrinks to the defaults."""
-    if not b.chance(4):
-        return ()
-    names = sorted(n for n, k in CATALOGUE.items() if b.profile.frontend in k.frontends)
-    first = b.draw(st.sampled_from(names))
-    config: tuple[str, ...] = (first,)
-    if b.chance(4):
-        more = [n for n in names if n != first and CATALOGUE[n].kind == "compile"]
-        config += (b.draw(st.sampled_from(more)),)
-    for name in config:
-        event(f"config: {name}")
-    return config
-
-
-# A later call's relationships (Note [Call relationships]), each one draw: one relationship,
-# the four that came first (issue 8's variants) keeping most of their share, aliasing the
-# largest (the guards it tests are the rarest), eight times over, the new ones four; then
-# every pair that does not name two ways of changing one thing, once each (a pair for about
-# one call in three): the self-test's guard mutants need the four. One draw per call: each
-# new draw moved where Hypothesis's shrinking ends for whole families
-# (tests/generators/test_shrinking.py).
-_EXCLUSIVE = (
-    {"shape", "relation"},
-    {"leaf", "nonleaf", "no_requires_grad"},
-    {"no_grad", "inference_mode"},
-    {"aliasing", "overlap"},
+@family(
+    Profile("later_aliasing", weights()),
+    targets=("plan/aliased_later/",),
+    doc="Arguments distinct in call 0 that a later call aliases (one tensor twice, two views of "
+    "one storage, a partial overlap), or aliased ones it overlaps otherwise, one written and "
+    "another read: the guards, and every wrapper's aliasing assumptions.",
 )
+def _later_aliasing(b: Builder) -> None:
+    """Arguments kept apart in call 0 that a later call aliases (the same tensor twice, two
+    views of one storage, a partial overlap), or views of one root that a later call
+    overlaps otherwise, with one written in place and another read: a graph compiled for
+    call 0's aliasing reads a stale value or writes back to the wrong argument where the
+    later call's differs. Most upstream wrapper bugs take this shape (issue 28). The later
+    call is the family's, not drawn (`Builder.later`); the program may stay on Dynamo or
+    go through AOT, and several arguments of one shape may be written (a write-back to the
+    wrong one shows as a wrong value)."""
+    shape = b.pick(("twins", "three", "views"))
+    if b.chance(3):
+        b.profile = replace(b.profile, frontend="aot")
+    root = _mutable_root(b, ndim_min=1, nonempty=True)
+    if shape == "views":  # aliased in call 0; later, another overlap
+        args = [b.input_root(root), b.input_view(root)]
+        relation = "shift"
+    else:
+        index = b.root_vals.index(root)
+        args = [b.input_root(root)] + [
+            b.input_root(b.add_twin(index)) for _ in range(2 if shape == "three" else 1)
+        ]
+        # overlap takes arguments needing no grad, of two elements at least (to_overlapping)
+        apart = root.requires_grad or numel(root.shape) < 2
+        relation = b.pick(("aliasing", "share") if apart else ("aliasing", "share", "overlap"))
+    event(f"later aliasing: {shape}, then {relation}")
+    # Read before the write orders wrong differently; not for views of one root, whose
+    # write would then change what the read saved for backward.
+    read_first = shape != "views" and b.chance(3)
+    readers = args[1:] if shape != "three" else args[2:]
+    if read_first:
+        for other in readers:
+            _return_new(b, partial(stmt_unary, b, target=b.vals[other.name]))
+    for target in args[:1] if shape != "three" else args[:2]:
+        _forced_mutation(b, b.vals[target.name], ctx=None if b.chance(2) else "draw")
+    if not read_first:
+        for other in readers:
+            _return_new(b, partial(stmt_unary, b, target=b.vals[other.name]))
+    b.later = relation
+    event("aim: plan/aliased_later/mutate_read")
 
 
-def _pair(a: str, b: str) -> str:
-    """Two relationships of one later call. "again" goes with a grad context at most, on
-    either side of the pair: "again+share" would run call 0's arguments once more under a
-    name that says share (torch 2.15's triage: a known T2 under a new signature). Such a pair
-    is its other relationship alone, kept in its slot of the table so every other draw stays
-    where it was."""
-    if "again" in (a, b) and not {a, b} - {"again"} <= {"no_grad", "inference_mode"}:
-        return b if a == "again" else a
-    return f"{a}+{b}"
+# ------------------------------------------------------------------ read off the declarations
+
+FAMILIES = tuple(DECLARATIONS)
+PROFILES: dict[str, Profile] = {name: f.profile for name, f in DECLARATIONS.items()}
+# Family -> the path prefixes any one of which means "target reached".
+FAMILY_TARGETS: dict[str, tuple[str, ...]] = {name: f.targets for name, f in DECLARATIONS.items()}
 
 
-_RELATION_TABLE: tuple[str, ...] = (
-    (("aliasing",) * 3 + ("shape", "dtype", "relation") * 2) * 8
-    + CALL_RELATIONS[4:] * 4
-    + tuple(
-        _pair(a, b)
-        for k, a in enumerate(CALL_RELATIONS)
-        for b in CALL_RELATIONS[k + 1 :]
-        if not any({a, b} <= g for g in _EXCLUSIVE)
-        and (b != "again" or a in ("no_grad", "inference_mode"))  # again: with a context at most
-    )
-)
-
-
-def _relationship(b: Builder) -> str:
-    """A later call's relationships to call 0: shrinks to "aliasing"."""
-    variant = str(b.pick(_RELATION_TABLE))
-    for t in variant_tokens(variant):
-        event(f"call relationship: {t}")
-    return variant
-
-
-def _sequence(b: Builder) -> tuple[str, ...]:
-    """Calls after the variant call: none for most plans, else one to three."""
-    n = max(0, b.integer(0, 9) - 6)
-    if n:
-        event("plan: a sequence of calls")
-    return tuple(_relationship(b) for _ in range(n))
-
-
-def _plan(b: Builder, variant: str | None, config: tuple[str, ...] = ()) -> CallPlan:
-    p = b.profile
-    dynamic = p.frontend == "dynamo" and b.chance(6)
-    if dynamic:
-        event("plan: dynamic=True")
-    if variant:
-        event(f"plan: variant call ({variant})")
-    calls = b.integer(p.min_calls, 3)
-    tangents = "randn" if not b.chance(4) else "ones"
-    second_backward = None if not b.chance(5) else b.pick(("retain", "no_retain"))
-    # One draw for both kinds of hooks around the call (1 in 8 each): a new draw of its own
-    # moved where Hypothesis's shrinking ends for whole families (tests/generators).
-    hooks = b.integer(0, 7) if b.backward else 0
-    return CallPlan(
-        calls=calls,
-        variant=variant,
-        backward=b.backward,
-        tangents=tangents,
-        second_backward=second_backward,
-        dynamic=dynamic,
-        frontend=p.frontend,
-        mode=p.mode,
-        saved_tensor_hooks=hooks == 7,
-        grad_fn_hooks=hooks == 6,
-        config=config,
-    )
-
-
-def build(draw: Callable[..., object], family: str, max_ops: int, max_inputs: int) -> ProgramSpec:
-    profile = replace(PROFILES[family], max_ops=max_ops, max_inputs=max_inputs)
-    b = Builder(draw=draw, profile=profile)  # type: ignore[arg-type]
-    # The variant call is drawn first: drawn last, after a program's worth of choices,
-    # Hypothesis's generation left it at its simplest (None) for all but ~1 in 10 programs,
-    # and aliasing variants came in ~1 in 60 (measured); the guard oracles starved.
-    variant = None if not b.chance(3) else _relationship(b)
-    # Later calls, each with relationships of its own: drawn only with a variant call, so a
-    # program without one (where shrinking goes) draws nothing more.
-    sequence = _sequence(b) if variant else ()
-    twin = "aliasing" in variant_tokens(variant) and b.chance(2)  # shrinking keeps it simple
-    config = _config(b)  # early, for the same reason
-    b.backward = not b.chance(5)
-    _BUILDERS[family](b)
-    if b.later is not None:  # the family's own later call (_later_aliasing)
-        variant = b.later
-    if not b.inputs:
-        b.input_root(b.add_root())
-    plain = [i.root for i in b.inputs if i.kind == "root" and not b.roots[i.root].subclass]
-    if twin and plain:
-        b.input_root(b.add_twin(plain[0]))
-    for _ in range(b.integer(0, b.profile.max_ops)):
-        random_stmt(b)
-    if not b.outputs or b.chance(3):
-        b.outputs += [_draw_out(b) for _ in range(b.integer(1, 2))]
-    event(f"family: {family}")
-    # A statement may have moved the program to the AOT front-end after the knobs were drawn
-    # (stmt_metadata): a knob that front-end does not take goes (ddp_fakify needs Dynamo).
-    config = tuple(n for n in config if b.profile.frontend in CATALOGUE[n].frontends)
-    spec = b.spec(_plan(b, variant, config))
-    # A variant that gives call 0's inputs again tests no guard (and read the file's replay
-    # of torch's own error as guard-unsound): none. Likewise a later call of the sequence.
-    sequence = tuple(v for v in sequence if variant_changes(spec, v))
-    if variant is not None and not variant_changes(spec):
-        variant, sequence = (sequence[0], sequence[1:]) if sequence else (None, ())
-    return replace(spec, plan=replace(spec.plan, variant=variant, sequence=sequence))
-
-
-def family_strategy(
-    family: str, max_ops: int = 5, max_inputs: int = 3
-) -> st.SearchStrategy[ProgramSpec]:
-    @st.composite
-    def _strategy(draw: Callable[..., object]) -> ProgramSpec:
-        return build(draw, family, max_ops, max_inputs)
-
-    return _strategy()
+def reached(paths: list[str], family: str) -> bool:
+    """Whether `paths` include the target of generator `family`."""
+    try:
+        prefixes = FAMILY_TARGETS[family]
+    except KeyError:
+        known = sorted(FAMILY_TARGETS)
+        raise ValueError(f"unknown family {family!r}; expected one of {known}") from None
+    return any(p.startswith(prefixes) for p in paths)

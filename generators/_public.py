@@ -9,12 +9,30 @@ mutated duplicate for dedupe) stays, since without it the family would not be ex
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol
 
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from ._families import FAMILIES, family_strategy
+from ._families import DECLARATIONS, FAMILIES
 from ._spec import ProgramSpec
+from ._strategy import family_strategy
+
+# The public factories, programs() and one per family: generators re-exports this list.
+__all__ = [
+    "autograd_function_programs",
+    "cudagraph_programs",
+    "dedupe_programs",
+    "effects_programs",
+    "input_mutation_programs",
+    "later_aliasing_programs",
+    "module_programs",
+    "output_aliasing_programs",
+    "programs",
+    "rng_programs",
+    "subclass_programs",
+    "synthetic_base_programs",
+]
 
 
 def _check(max_ops: int, max_inputs: int) -> None:
@@ -50,7 +68,17 @@ def programs(
     return st.one_of(*(family_strategy(n, max_ops, max_inputs) for n in names))
 
 
-def _family(name: str, doc: str) -> object:
+class FamilyFactory(Protocol):
+    """A `<family>_programs` strategy factory."""
+
+    def __call__(
+        self, *, max_ops: int = 5, max_inputs: int = 3
+    ) -> st.SearchStrategy[ProgramSpec]: ...
+
+
+def _factory(name: str) -> FamilyFactory:
+    """The factory of family `name`: its docstring is the family's declared `doc`."""
+
     def factory(*, max_ops: int = 5, max_inputs: int = 3) -> st.SearchStrategy[ProgramSpec]:
         _check(max_ops, max_inputs)
         return family_strategy(name, max_ops, max_inputs)
@@ -58,65 +86,21 @@ def _family(name: str, doc: str) -> object:
     factory.__name__ = f"{name}_programs"
     factory.__qualname__ = factory.__name__
     factory.__doc__ = (
-        doc + "\n\nExamples shrink as `programs()` does, keeping the forced structure."
+        DECLARATIONS[name].doc
+        + "\n\nExamples shrink as `programs()` does, keeping the forced structure."
     )
     return factory
 
 
-dedupe_programs = _family(
-    "dedupe",
-    "The same tensor passed twice and mutated in place, through the AOT front-end "
-    "(Dynamo dedupes repeated arguments itself): AOTDedupeWrapper.",
-)
-synthetic_base_programs = _family(
-    "synthetic_base",
-    "Mutually aliased arguments (base and view, two views, set_-shared storage; 1-D or n-D; "
-    "overlapping or disjoint), one of them mutated: AOTSyntheticBaseWrapper.",
-)
-input_mutation_programs = _family(
-    "input_mutation",
-    "Data and metadata mutation of arguments, under no_grad/inference_mode, and grad-mode "
-    "changes inside the function: RuntimeWrapper's mutation epilogue.",
-)
-output_aliasing_programs = _family(
-    "output_aliasing",
-    "Outputs that are an input, views of inputs or of intermediates, or one tensor twice: "
-    "RuntimeWrapper's output alias regeneration.",
-)
-subclass_programs = _family(
-    "subclass",
-    "TwoTensor, TwoTensor of TwoTensors and MirrorTensor (a one-tensor traceable wrapper "
-    "subclass) arguments: "
-    "AOTDispatchSubclassWrapper.",
-)
-effects_programs = _family(
-    "effects",
-    "aten._print, the print higher-order op and an ORDERED effectful custom op: "
-    "EffectTokensWrapper.",
-)
-rng_programs = _family(
-    "rng",
-    "rand_like, randn_like, dropout, bernoulli under a fixed seed "
-    "(FunctionalizedRngRuntimeWrapper on CUDA; eager parity on CPU).",
-)
-autograd_function_programs = _family(
-    "autograd_function",
-    "Custom autograd.Functions (ctx and setup_context styles; save_for_backward, mark_dirty, "
-    "mark_non_differentiable, set_materialize_grads, once_differentiable, view outputs, an "
-    "effect in backward) and tensor hooks: AOTDispatchAutograd.",
-)
-module_programs = _family(
-    "module",
-    "nn.Modules with parameters, buffers, tied parameters and BatchNorm running stats.",
-)
-later_aliasing_programs = _family(
-    "later_aliasing",
-    "Arguments distinct in call 0 that a later call aliases (one tensor twice, two views of "
-    "one storage, a partial overlap), or aliased ones it overlaps otherwise, one written and "
-    "another read: the guards, and every wrapper's aliasing assumptions.",
-)
-cudagraph_programs = _family(
-    "cudagraph",
-    "Programs compiled with mode='reduce-overhead' and called several times: CUDA-graph "
-    "capture and replay (emulated on CPU).",
-)
+# One factory per declared family (tests/generators/test_public.py checks that none is missing).
+dedupe_programs = _factory("dedupe")
+synthetic_base_programs = _factory("synthetic_base")
+input_mutation_programs = _factory("input_mutation")
+output_aliasing_programs = _factory("output_aliasing")
+subclass_programs = _factory("subclass")
+effects_programs = _factory("effects")
+rng_programs = _factory("rng")
+autograd_function_programs = _factory("autograd_function")
+module_programs = _factory("module")
+later_aliasing_programs = _factory("later_aliasing")
+cudagraph_programs = _factory("cudagraph")

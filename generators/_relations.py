@@ -12,11 +12,12 @@ program's own `make_inputs` branch (it knows which arguments the spec aliased).
 
 from __future__ import annotations
 
-import inspect
 import sys
 from typing import TYPE_CHECKING
 
 from pyfy_fuzz.schema.sourcepin import pin
+
+from ._emit import emitted_source
 
 if TYPE_CHECKING:  # the program imports torch; here they are source, never called
     import torch
@@ -222,10 +223,7 @@ RELATE_TOKENS = tuple(RELATE_FUNCTIONS)
 
 def relations_source() -> str:
     """The functions' source, as the rendered program and a repro define them."""
-    return "\n\n".join(
-        inspect.getsource(fn).replace("  # type: ignore[no-untyped-def]", "")
-        for fn in RELATION_FUNCTIONS
-    )
+    return emitted_source(*RELATION_FUNCTIONS)
 
 
 pin(sys.modules[__name__])  # Note [The emitted source is the imported source]

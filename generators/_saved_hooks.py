@@ -14,14 +14,16 @@ token with the copy, so the log shows which pack an unpack undid.
 
 from __future__ import annotations
 
-import inspect
 import sys
 from typing import Any
 
 from pyfy_fuzz.schema.sourcepin import pin
 
+from ._emit import emitted_source
+
 __all__ = [
     "SAVED_HOOK_FUNCTIONS",
+    "RUNTIME",
     "SAVED_LOG",
     "saved_hooks_source",
     "saved_hooks_summary",
@@ -51,15 +53,15 @@ def saved_hooks_summary():  # type: ignore[no-untyped-def]
     return len(packed), len(packed - unpacked), len(unpacked - packed)
 
 
+# The functions, in the order the program defines them (names: the program's drive installs
+# _pack and _unpack, generators/_prelude.py).
+RUNTIME = ("_pack", "_unpack", "saved_hooks_summary")
 SAVED_HOOK_FUNCTIONS: tuple[Any, ...] = (_pack, _unpack, saved_hooks_summary)
 
 
 def saved_hooks_source() -> str:
     """The log and the functions, as the rendered program and a repro define them."""
-    functions = "\n\n".join(
-        inspect.getsource(fn).replace("  # type: ignore[no-untyped-def]", "")
-        for fn in SAVED_HOOK_FUNCTIONS
-    )
+    functions = emitted_source(*SAVED_HOOK_FUNCTIONS)
     log = "SAVED_LOG = []  # (pack, k): pack returned token k; (unpack, k): unpack got it"
     return f"{log}\n\n\n{functions}"
 

@@ -9,25 +9,14 @@ program installs (grad hooks, and the saved-tensor hooks that log what autograd 
 
 from __future__ import annotations
 
+from ._hooks import HOOK_FUNCTIONS
+from ._prelude import no_retain
 from ._relations import RELATE_FUNCTIONS, RELATE_TOKENS, variant_context
-from ._render import (
-    DTYPE_BY_NAME,
-    HOOK_FUNCTIONS,
-    HOOKS,
-    MIRROR,
-    effective_variant,
-    function_source,
-    ints_literal,
-    module_init,
-    no_retain,
-    out_expr,
-    render,
-    stmt_lines,
-    uses_effect_op,
-    variant_changes,
-    view_expr,
-)
+from ._render import HOOKS, MIRROR, module_init, render, uses_effect_op
+from ._render_body import DTYPE_BY_NAME, ints_literal, out_expr, stmt_lines, view_expr
+from ._render_function import function_source
 from ._saved_hooks import saved_hooks_source
+from ._variants import effective_variant, variant_changes
 
 __all__ = [
     "DTYPE_BY_NAME",

@@ -5,7 +5,8 @@ A wrapper path is "<family>/<variant>", e.g. ``synthetic_base/nd`` or
 findings carry them, and the coverage report counts them, so all of them use these names. The
 bundled generator *reads* them off its IR (`pyfy_fuzz.pythonify.paths.wrapper_paths`); every
 other stage only names them, so the vocabulary lives here, below the generator under test: a
-finding's identity does not depend on the module it tests.
+finding's identity does not depend on the module it tests. Which paths a generator family
+aims at is declared with the family (`generators.FAMILY_TARGETS`).
 """
 
 from __future__ import annotations
@@ -16,30 +17,12 @@ from pyfy_fuzz.schema.spec import ProgramSpec, variant_tokens
 __all__ = [
     "ALL_PATHS",
     "CUDA_ONLY",
-    "FAMILY_TARGETS",
     "OUTPUT_ALIAS_KINDS",
     "REFINEMENTS",
     "SPEC_PATHS",
-    "reached",
     "signature_paths",
     "spec_paths",
 ]
-
-# Generator family -> the path prefixes any one of which means "target reached".
-FAMILY_TARGETS: dict[str, tuple[str, ...]] = {
-    "dedupe": ("dedupe/",),
-    "synthetic_base": ("synthetic_base/",),
-    "input_mutation": ("runtime/input_mutation/",),
-    "output_aliasing": ("runtime/output/",),
-    "subclass": ("subclass/",),
-    "effects": ("tokens/",),
-    "rng": ("rng/",),  # CUDA only; on CPU the family is judged by eager parity instead
-    "autograd_function": ("autograd/",),
-    "module": ("module/",),
-    "cudagraph": ("cudagraph/",),
-    "later_aliasing": ("plan/aliased_later/",),
-}
-
 
 # AOTAutograd's OutputType names other than non_alias (schemas.py), as runtime paths name them.
 OUTPUT_ALIAS_KINDS = (
@@ -264,13 +247,3 @@ def _nonleaf_view_written(spec: ProgramSpec, ctx: str) -> bool:
     return any(
         s.op in _WRITES and s.ctx == ctx and s.args and s.args[0] in names for s in spec.body
     )
-
-
-def reached(paths: list[str], family: str) -> bool:
-    """Whether `paths` include the target of generator `family`."""
-    try:
-        prefixes = FAMILY_TARGETS[family]
-    except KeyError:
-        known = sorted(FAMILY_TARGETS)
-        raise ValueError(f"unknown family {family!r}; expected one of {known}") from None
-    return any(p.startswith(prefixes) for p in paths)

@@ -1,7 +1,7 @@
 """Aim: each family's strategy makes its target wrapper path fire in the capture.
 
 For every family, at least half of its examples must reach the family's wrapper paths
-(`pyfy_fuzz.schema.paths.FAMILY_TARGETS`) when compiled as the plan says. Programs that
+(`generators.FAMILY_TARGETS`) when compiled as the plan says. Programs that
 pythonify cannot model or that torch fails to compile count as misses, except the known gaps
 (`KNOWN_GAPS`, each with the issue that closes it), which are counted apart. RNG's wrapper is
 CUDA-only: on CPU the rng family is judged by whether torch.compile reproduces eager's random
@@ -19,10 +19,10 @@ import torch._dynamo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generators import FAMILIES, ProgramSpec, materialize, programs
+from generators import FAMILIES, ProgramSpec, materialize, programs, reached
 from pyfy_fuzz.pythonify import pythonify
 from pyfy_fuzz.pythonify.paths import wrapper_paths
-from pyfy_fuzz.schema.paths import reached, spec_paths
+from pyfy_fuzz.schema.paths import spec_paths
 
 EXAMPLES_PER_FAMILY = 60
 pytestmark = pytest.mark.slow

@@ -19,14 +19,17 @@ from hypothesis.errors import InvalidArgument, NoSuchExample
 import generators
 from generators import (
     FAMILIES,
+    FAMILY_TARGETS,
     ProgramSpec,
     dedupe_programs,
     input_mutation_programs,
     materialize,
     programs,
+    reached,
     synthetic_base_programs,
 )
-from pyfy_fuzz.schema.paths import spec_paths
+from generators._families import DECLARATIONS, PROFILES
+from pyfy_fuzz.schema.paths import ALL_PATHS, spec_paths
 from pyfy_fuzz.schema.spec import SUBCLASSES
 
 SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
@@ -108,6 +111,26 @@ def test_every_exported_name_exists() -> None:
         assert hasattr(generators, name), name
     for name in FAMILIES:
         assert f"{name}_programs" in generators.__all__
+
+
+def test_a_family_is_one_declaration() -> None:
+    """Its name, profile, builder, target paths and factory docstring are all read off the
+    declaration beside its builder (generators/_families.py)."""
+    assert tuple(DECLARATIONS) == FAMILIES == tuple(PROFILES) == tuple(FAMILY_TARGETS)
+    for name, declared in DECLARATIONS.items():
+        assert declared.name == name and PROFILES[name] is declared.profile
+        assert FAMILY_TARGETS[name] == declared.targets
+        assert (family_factory(name).__doc__ or "").startswith(declared.doc)
+        for prefix in declared.targets:  # each target names paths of the vocabulary
+            assert any(p.startswith(prefix) for p in ALL_PATHS), (name, prefix)
+
+
+def test_reached_means_a_path_under_the_family_targets() -> None:
+    assert reached(["runtime/input_mutation/data"], "input_mutation")
+    assert not reached(["runtime/output/is_input", "dedupe/duplicate_args"], "input_mutation")
+    assert reached(["plan/aliased_later/share"], "later_aliasing")
+    with pytest.raises(ValueError, match="unknown family 'nope'"):
+        reached([], "nope")
 
 
 def test_families_are_the_documented_ones() -> None:

@@ -23,9 +23,7 @@ from generators import (
     programs,
     render,
 )
-from generators._render import (
-    variant_changes,
-)
+from generators._variants import variant_changes
 
 
 def _spec(plan: CallPlan | None = None, grad: str = "none") -> ProgramSpec:
@@ -143,6 +141,16 @@ def test_rendered_source_runs_with_torch_only(spec: ProgramSpec) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "call 0:" in proc.stdout
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(programs())
+def test_emitted_helpers_carry_nothing_of_their_checkers(spec: ProgramSpec) -> None:
+    """The helpers are copied from type-checked modules (generators/_emit.py): their
+    type-ignores and formatter and linter pragmas stay behind."""
+    text = render(spec)
+    for pragma in ("# type: ignore", "# fmt:", "# ruff:", "# noqa"):
+        assert pragma not in text
 
 
 def test_render_rejects_unknown_ops() -> None:

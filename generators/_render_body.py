@@ -1,0 +1,186 @@
+"""The function body as Python: each statement, view and output of a spec, one line each.
+
+`render` writes the body with these; a repro.py writes its `def f` with the same ones
+(`generators.source`), so the two can never disagree about what a program does.
+"""
+
+from __future__ import annotations
+
+from ._hooks import HOOK_FUNCTIONS
+from ._model import HOOK_STYLES
+from ._spec import OutSpec, Stmt
+
+__all__ = ["DTYPE_BY_NAME", "ints_literal", "out_expr", "stmt_lines", "view_expr"]
+
+
+def _hook_expr(stmt: Stmt, target: str) -> str:
+    """The hook a register_hook statement passes, in its HOOK_STYLES style (specs before the
+    style was drawn have none: by name)."""
+    name = HOOK_FUNCTIONS[int(stmt.args[1]) if len(stmt.args) > 1 else 0]  # type: ignore[call-overload]
+    style = HOOK_STYLES[int(stmt.args[2]) if len(stmt.args) > 2 else 0]  # type: ignore[call-overload]
+    if style == "lambda":
+        return f"lambda g: {name}(g)"
+    if style == "closure":  # closes over the argument it is registered on
+        return f"lambda g: {name}(g) if {target} is not None else g"
+    return name
+
+
+_UNARY = {
+    "sin": "{0}.sin()",
+    "cos": "{0}.cos()",
+    "tanh": "{0}.tanh()",
+    "sigmoid": "{0}.sigmoid()",
+    "relu": "torch.relu({0})",
+    "neg": "{0}.neg()",
+    "abs": "{0}.abs()",
+    "mul2": "{0} * 2",
+    "add1": "{0} + 1",
+    "logical_not": "{0}.logical_not()",
+    "detach": "{0}.detach()",
+    "gram": "{0} @ {0}.mT",
+    "rand_like": "torch.rand_like({0})",
+    "randn_like": "torch.randn_like({0})",
+    "dropout": "torch.nn.functional.dropout({0}, 0.5, training=True)",
+    "bernoulli": "torch.bernoulli({0}.detach().sigmoid())",
+    "batchnorm": "self.bn({0})",
+    # stmt_identity: the argument itself, or a copy
+    "dropout_eval": "torch.nn.functional.dropout({0}, 0.5, training=False)",
+    "to_same": "{0}.to({0}.dtype)",
+    "contiguous": "{0}.contiguous()",
+    "clone": "{0}.clone()",
+}
+_BINARY = {
+    "add": "{0} + {1}",
+    "sub": "{0} - {1}",
+    "mul": "{0} * {1}",
+    "maximum": "torch.maximum({0}, {1})",
+    "and": "{0} & {1}",
+    "or": "{0} | {1}",
+}
+_EXPR = {**_UNARY, **_BINARY}
+# In-place data and metadata ops, rendered as `a0.op(*rest)`.
+_METHODS = {
+    "add_",
+    "mul_",
+    "copy_",
+    "fill_",
+    "zero_",
+    "sin_",
+    "t_",
+    "transpose_",
+    "unsqueeze_",
+    "squeeze_",
+    "as_strided_",
+    "set_",
+    "resize_",
+}
+_CTX = {
+    "no_grad": "torch.no_grad()",
+    "inference_mode": "torch.inference_mode()",
+    "enable_grad": "torch.enable_grad()",
+}
+DTYPE_BY_NAME = {
+    d: f"torch.{d}" for d in ("float32", "float64", "float16", "bfloat16", "int64", "bool")
+}
+
+
+def _ref(name: str) -> str:
+    return f"self.{name}" if name[0] in "pb" else name
+
+
+def ints_literal(x: object) -> str:
+    """A tuple literal of ints from a tuple or (JSON) list."""
+    assert isinstance(x, (tuple, list))
+    return repr(tuple(int(i) for i in x))
+
+
+def view_expr(src: str, op: str, args: tuple[object, ...]) -> str:
+    """Python for one view op applied to the expression `src`."""
+    if op == "slice":
+        d, start, stop, step = args
+        return f"{src}[{':, ' * int(d)}{start}:{stop}:{step}]"  # type: ignore[call-overload]
+    if op == "select":
+        return f"{src}.select({args[0]}, {args[1]})"
+    if op == "transpose":
+        return f"{src}.transpose({args[0]}, {args[1]})"
+    if op in ("unsqueeze", "squeeze"):
+        return f"{src}.{op}({args[0]})"
+    if op == "expand":
+        return f"{src}.expand({tuple(args)!r})"
+    if op == "diagonal":
+        return f"{src}.diagonal()"
+    if op == "reshape":
+        return f"{src}.view({tuple(args)!r})"
+    if op == "as_strided":
+        size, stride, offset = args
+        return f"{src}.as_strided({ints_literal(size)}, {ints_literal(stride)}, {offset})"
+    if op == "unfold":
+        return f"{src}.unfold({args[0]}, {args[1]}, {args[2]})"
+    if op == "view_dtype":
+        return f"{src}.view({DTYPE_BY_NAME[str(args[0])]})"
+    raise ValueError(f"unknown view op {op!r}")
+
+
+def stmt_lines(stmt: Stmt) -> list[str]:
+    a = [(_ref(x) if isinstance(x, str) else repr(x)) for x in stmt.args]
+    op = stmt.op
+    lhs = ", ".join(stmt.outs)
+    if op in _EXPR:
+        line = f"{lhs} = {_EXPR[op].format(*a)}"
+    elif op == "sum":
+        line = f"{lhs} = {a[0]}.sum({', '.join(a[1:])})"
+    elif op == "to":
+        line = f"{lhs} = {a[0]}.to({DTYPE_BY_NAME[str(stmt.args[1])]})"
+    elif op == "view":
+        src, vop = a[0], str(stmt.args[1])
+        line = f"{lhs} = {view_expr(src, vop, stmt.args[2:])}"
+    elif op == "index_put_":
+        at = f"device={a[0]}.device"
+        line = (
+            f"{a[0]}.index_put_((torch.tensor([{a[1]}], {at}),), "
+            f"torch.tensor(2, dtype={a[0]}.dtype, {at}))"
+        )
+    elif op in _METHODS:
+        line = f"{a[0]}.{op}({', '.join(a[1:])})"
+    elif op == "data_mul_":  # stmt_data: a write autograd does not see
+        line = f"{a[0]}.data.mul_(2)"
+    elif op == "data_assign":
+        line = f"{a[0]}.data = {a[0]}.detach() * 2"
+    elif op == "set_grad_enabled":
+        line = f"torch.set_grad_enabled({a[0]})"
+    elif op == "graph_break":
+        line = "torch._dynamo.graph_break()"
+    elif op == "print":
+        line = 'print("pyfy-fuzz graph break")'
+    elif op == "aten_print":
+        line = 'torch.ops.aten._print("pyfy-fuzz effect")'
+    elif op == "print_hop":
+        line = f'torch._higher_order_ops.print("pyfy-fuzz {{}}", {a[0]})'
+    elif op == "effect_op":
+        line = f"torch.ops.pyfy_gen.record({a[0]})"
+    elif op == "apply_fn":
+        line = f"{lhs} = Fn{stmt.args[0]}.apply({', '.join(a[1:])})"
+    elif op == "register_hook":
+        line = f"{a[0]}.register_hook({_hook_expr(stmt, a[0])})"
+    elif op == "post_accumulate_hook":
+        line = f"{a[0]}.register_post_accumulate_grad_hook(_log_accumulated)"
+    else:
+        raise ValueError(f"unknown statement op {op!r}")
+    if stmt.ctx is None:
+        return [line]
+    return [f"with {_CTX[stmt.ctx]}:", f"    {line}"]
+
+
+def out_expr(out: OutSpec) -> str:
+    if out.kind == "ref":
+        return _ref(out.ref)
+    if out.kind == "int":
+        return repr(out.value)
+    if out.kind == "none":
+        return "None"
+    if out.kind == "size":
+        return f"{_ref(out.ref)}.shape[{out.value}]"
+    if out.kind == "tuple":
+        inner = ", ".join(out_expr(o) for o in out.items)
+        return f"({inner},)" if len(out.items) == 1 else f"({inner})"
+    raise ValueError(f"unknown output kind {out.kind!r}")

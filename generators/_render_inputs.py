@@ -1,0 +1,91 @@
+"""make_inputs() as Python: the program's roots, its arguments over them (views, duplicates,
+set_-shared storage, ints) and the "aliasing" branch of a later call.
+
+A root is drawn by the program's `_root` (generators/_prelude.py); a later call's other
+relationships change the roots there or the arguments in `relate` (generators/_relations.py).
+"""
+
+from __future__ import annotations
+
+from ._render_body import DTYPE_BY_NAME, ints_literal, view_expr
+from ._spec import InputSpec, ProgramSpec, RootSpec
+
+__all__ = ["make_inputs_source"]
+
+
+def _root_expr(k: int, r: RootSpec) -> str:
+    sub = repr(r.subclass)
+    # The "relation" variant grows the first root only: sizes it shared with other roots
+    # (one symbol under dynamic shapes) now differ.
+    first = "" if k == 0 else ", first=False"
+    return (
+        f"r{k} = _root(g, {tuple(r.shape)!r}, {DTYPE_BY_NAME[r.dtype]}, {r.layout!r}, {r.grad!r}, "
+        f"{sub}, variant{first})"
+    )
+
+
+def _input_expr(i: int, inp: InputSpec) -> str:
+    if inp.kind == "root":
+        return f"a{i} = r{inp.root}"
+    if inp.kind == "view":
+        expr = f"r{inp.root}"
+        for step in inp.views:
+            expr = view_expr(expr, step.op, step.args)
+        return f"a{i} = {expr}"
+    if inp.kind == "dup":
+        return f"a{i} = a{inp.of}"
+    if inp.kind == "set_shared":
+        size, stride, offset = inp.views[0].args
+        where = f"{ints_literal(size)}, {ints_literal(stride)}, {offset}"
+        return f"a{i} = _set_shared(r{inp.root}, {where})"
+    if inp.kind == "int":
+        return f"a{i} = {inp.value}"
+    raise ValueError(f"unknown input kind {inp.kind!r}")
+
+
+def make_inputs_source(spec: ProgramSpec) -> str:
+    lines = [
+        "_LAST_ARGS = []",
+        "",
+        "",
+        "def make_inputs(seed=0, variant=None):",
+        '    """The arguments for one call; a `variant` call\'s relationships to call 0 differ'
+        ' (shape, dtype, aliasing, ...)."""',
+        '    if variant and "again" in variant.split("+") and _LAST_ARGS:',
+        "        return _LAST_ARGS[0]",
+        "    g = torch.Generator().manual_seed(seed)",
+    ]
+    lines += [f"    {_root_expr(k, r)}" for k, r in enumerate(spec.roots)]
+    lines += [f"    {_input_expr(i, inp)}" for i, inp in enumerate(spec.inputs)]
+    names = ", ".join(f"a{i}" for i in range(len(spec.inputs)))
+    lines.append(f"    args = ({names}{',' if len(spec.inputs) == 1 else ''})")
+    aliased = [i for i, inp in enumerate(spec.inputs) if inp.kind in ("view", "dup", "set_shared")]
+    tensor_ins = [i for i, inp in enumerate(spec.inputs) if inp.kind != "int"]
+    lines.append('    if variant and "aliasing" in variant.split("+"):')
+    if aliased:
+        lines.append(
+            f"        args = tuple(_unalias(a) if i in {tuple(aliased)!r} else a"
+            " for i, a in enumerate(args))"
+        )
+    elif len(tensor_ins) >= 2:
+        first, last = tensor_ins[0], tensor_ins[-1]
+        # Prefer two inputs with identical roots (a twin): passed as one tensor, only the
+        # aliasing guards can tell.
+        plain = [i for i in tensor_ins if spec.inputs[i].kind == "root"]
+        twins = [
+            (i, j)
+            for i in plain
+            for j in plain
+            if i < j and spec.roots[spec.inputs[i].root] == spec.roots[spec.inputs[j].root]
+        ]
+        if twins:
+            first, last = twins[0]
+        lines.append(
+            f"        args = tuple(args[{first}] if i == {last} else a for i, a in enumerate(args))"
+        )
+    else:
+        lines.append("        pass")
+    lines.append("    args = relate(args, variant)")
+    lines.append('    _LAST_ARGS[:] = [args]  # what an "again" call passes once more')
+    lines.append("    return args")
+    return "\n".join(lines)

@@ -1,0 +1,251 @@
+"""A program of one family: the draws around the family's builder (a later call's
+relationships, the configuration, the random statements, the outputs and the call plan), and
+`family_strategy`, the Hypothesis strategy `programs()` mixes.
+
+The order of the draws is what Hypothesis shrinks by: the variant call and the configuration
+come before the family's forced structure, the random tail after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from hypothesis import event
+from hypothesis import strategies as st
+
+from pyfy_fuzz.schema.config import CATALOGUE
+
+from ._build import Builder
+from ._families import DECLARATIONS
+from ._spec import CALL_RELATIONS, CallPlan, OutSpec, ProgramSpec, variant_tokens
+from ._stmts import (
+    stmt_binary,
+    stmt_cast,
+    stmt_data,
+    stmt_detach,
+    stmt_grad_mode,
+    stmt_identity,
+    stmt_inplace,
+    stmt_matmul,
+    stmt_metadata,
+    stmt_reduce,
+    stmt_unary,
+    stmt_view,
+)
+from ._stmts_extra import stmt_batchnorm, stmt_effect, stmt_function, stmt_hook, stmt_rng
+from ._variants import variant_changes
+
+__all__ = ["GROUPS", "build", "family_strategy", "random_stmt"]
+
+
+# ------------------------------------------------------------------ the random tail
+
+# A statement group (a key of Profile.weights) -> the function that draws one of its statements.
+GROUPS = {
+    "unary": stmt_unary,
+    "binary": stmt_binary,
+    "reduce": stmt_reduce,
+    "matmul": stmt_matmul,
+    "cast": stmt_cast,
+    "view": stmt_view,
+    "detach": stmt_detach,
+    "identity": stmt_identity,
+    "data": stmt_data,
+    "inplace": stmt_inplace,
+    "metadata": stmt_metadata,
+    "grad_mode": stmt_grad_mode,
+    "effect": stmt_effect,
+    "rng": stmt_rng,
+    "function": stmt_function,
+    "hook": stmt_hook,
+    "batchnorm": stmt_batchnorm,
+}
+
+
+def random_stmt(b: Builder) -> None:
+    """One statement from the profile's weighted groups (falls back to unary, then nothing)."""
+    weights = [(g, w) for g, w in b.profile.weights.items() if w > 0]
+    x = b.integer(0, sum(w for _, w in weights) - 1)
+    group = weights[-1][0]
+    for name, w in weights:
+        if x < w:
+            group = name
+            break
+        x -= w
+    if not GROUPS[group](b):
+        stmt_unary(b)
+
+
+# ------------------------------------------------------------------ outputs and plan
+
+
+def _draw_out(b: Builder, depth: int = 0) -> OutSpec:
+    refs = [n for n in b.vals if n[0] in "av"]  # module parameters and buffers stay inside
+    kind = 0 if not b.chance(5) or b.profile.frontend == "aot" else b.integer(1, 4)
+    if kind == 0 or not refs:
+        if not refs:
+            return OutSpec("none")
+        return OutSpec("ref", ref=b.pick(refs[::-1]))  # shrinks toward the latest value
+    if kind == 1:
+        return OutSpec("int", value=b.integer(0, 3))
+    if kind == 2:
+        return OutSpec("none")
+    if kind == 3:
+        sized = [r for r in refs if b.vals[r].ndim > 0]
+        if not sized:
+            return OutSpec("none")
+        r = b.pick(sized)
+        return OutSpec("size", ref=r, value=b.integer(0, b.vals[r].ndim - 1))
+    if depth >= 1:
+        return OutSpec("ref", ref=b.pick(refs[::-1]))
+    return OutSpec("tuple", items=tuple(_draw_out(b, depth + 1) for _ in range(b.integer(1, 2))))
+
+
+def _config(b: Builder) -> tuple[str, ...]:
+    """A configuration from the catalogue (Note [Drawn configurations] in
+    pyfy_fuzz/schema/config.py): torch's defaults for three programs in four, else one knob,
+    sometimes with a second compile knob. Shrinks to the defaults."""
+    if not b.chance(4):
+        return ()
+    names = sorted(n for n, k in CATALOGUE.items() if b.profile.frontend in k.frontends)
+    first = b.draw(st.sampled_from(names))
+    config: tuple[str, ...] = (first,)
+    if b.chance(4):
+        more = [n for n in names if n != first and CATALOGUE[n].kind == "compile"]
+        config += (b.draw(st.sampled_from(more)),)
+    for name in config:
+        event(f"config: {name}")
+    return config
+
+
+# A later call's relationships (Note [Call relationships]), each one draw: one relationship,
+# the four that came first (issue 8's variants) keeping most of their share, aliasing the
+# largest (the guards it tests are the rarest), eight times over, the new ones four; then
+# every pair that does not name two ways of changing one thing, once each (a pair for about
+# one call in three): the self-test's guard mutants need the four. One draw per call: each
+# new draw moved where Hypothesis's shrinking ends for whole families
+# (tests/generators/test_shrinking.py).
+_EXCLUSIVE = (
+    {"shape", "relation"},
+    {"leaf", "nonleaf", "no_requires_grad"},
+    {"no_grad", "inference_mode"},
+    {"aliasing", "overlap"},
+)
+
+
+def _pair(a: str, b: str) -> str:
+    """Two relationships of one later call. "again" goes with a grad context at most, on
+    either side of the pair: "again+share" would run call 0's arguments once more under a
+    name that says share (torch 2.15's triage: a known T2 under a new signature). Such a pair
+    is its other relationship alone, kept in its slot of the table so every other draw stays
+    where it was."""
+    if "again" in (a, b) and not {a, b} - {"again"} <= {"no_grad", "inference_mode"}:
+        return b if a == "again" else a
+    return f"{a}+{b}"
+
+
+_RELATION_TABLE: tuple[str, ...] = (
+    (("aliasing",) * 3 + ("shape", "dtype", "relation") * 2) * 8
+    + CALL_RELATIONS[4:] * 4
+    + tuple(
+        _pair(a, b)
+        for k, a in enumerate(CALL_RELATIONS)
+        for b in CALL_RELATIONS[k + 1 :]
+        if not any({a, b} <= g for g in _EXCLUSIVE)
+        and (b != "again" or a in ("no_grad", "inference_mode"))  # again: with a context at most
+    )
+)
+
+
+def _relationship(b: Builder) -> str:
+    """A later call's relationships to call 0: shrinks to "aliasing"."""
+    variant = str(b.pick(_RELATION_TABLE))
+    for t in variant_tokens(variant):
+        event(f"call relationship: {t}")
+    return variant
+
+
+def _sequence(b: Builder) -> tuple[str, ...]:
+    """Calls after the variant call: none for most plans, else one to three."""
+    n = max(0, b.integer(0, 9) - 6)
+    if n:
+        event("plan: a sequence of calls")
+    return tuple(_relationship(b) for _ in range(n))
+
+
+def _plan(b: Builder, variant: str | None, config: tuple[str, ...] = ()) -> CallPlan:
+    p = b.profile
+    dynamic = p.frontend == "dynamo" and b.chance(6)
+    if dynamic:
+        event("plan: dynamic=True")
+    if variant:
+        event(f"plan: variant call ({variant})")
+    calls = b.integer(p.min_calls, 3)
+    tangents = "randn" if not b.chance(4) else "ones"
+    second_backward = None if not b.chance(5) else b.pick(("retain", "no_retain"))
+    # One draw for both kinds of hooks around the call (1 in 8 each): a new draw of its own
+    # moved where Hypothesis's shrinking ends for whole families (tests/generators).
+    hooks = b.integer(0, 7) if b.backward else 0
+    return CallPlan(
+        calls=calls,
+        variant=variant,
+        backward=b.backward,
+        tangents=tangents,
+        second_backward=second_backward,
+        dynamic=dynamic,
+        frontend=p.frontend,
+        mode=p.mode,
+        saved_tensor_hooks=hooks == 7,
+        grad_fn_hooks=hooks == 6,
+        config=config,
+    )
+
+
+def build(draw: Callable[..., object], family: str, max_ops: int, max_inputs: int) -> ProgramSpec:
+    declared = DECLARATIONS[family]
+    profile = replace(declared.profile, max_ops=max_ops, max_inputs=max_inputs)
+    b = Builder(draw=draw, profile=profile)  # type: ignore[arg-type]
+    # The variant call is drawn first: drawn last, after a program's worth of choices,
+    # Hypothesis's generation left it at its simplest (None) for all but ~1 in 10 programs,
+    # and aliasing variants came in ~1 in 60 (measured); the guard oracles starved.
+    variant = None if not b.chance(3) else _relationship(b)
+    # Later calls, each with relationships of its own: drawn only with a variant call, so a
+    # program without one (where shrinking goes) draws nothing more.
+    sequence = _sequence(b) if variant else ()
+    twin = "aliasing" in variant_tokens(variant) and b.chance(2)  # shrinking keeps it simple
+    config = _config(b)  # early, for the same reason
+    b.backward = not b.chance(5)
+    declared.build(b)
+    if b.later is not None:  # the family's own later call (_later_aliasing)
+        variant = b.later
+    if not b.inputs:
+        b.input_root(b.add_root())
+    plain = [i.root for i in b.inputs if i.kind == "root" and not b.roots[i.root].subclass]
+    if twin and plain:
+        b.input_root(b.add_twin(plain[0]))
+    for _ in range(b.integer(0, b.profile.max_ops)):
+        random_stmt(b)
+    if not b.outputs or b.chance(3):
+        b.outputs += [_draw_out(b) for _ in range(b.integer(1, 2))]
+    event(f"family: {family}")
+    # A statement may have moved the program to the AOT front-end after the knobs were drawn
+    # (stmt_metadata): a knob that front-end does not take goes (ddp_fakify needs Dynamo).
+    config = tuple(n for n in config if b.profile.frontend in CATALOGUE[n].frontends)
+    spec = b.spec(_plan(b, variant, config))
+    # A variant that gives call 0's inputs again tests no guard (and read the file's replay
+    # of torch's own error as guard-unsound): none. Likewise a later call of the sequence.
+    sequence = tuple(v for v in sequence if variant_changes(spec, v))
+    if variant is not None and not variant_changes(spec):
+        variant, sequence = (sequence[0], sequence[1:]) if sequence else (None, ())
+    return replace(spec, plan=replace(spec.plan, variant=variant, sequence=sequence))
+
+
+def family_strategy(
+    family: str, max_ops: int = 5, max_inputs: int = 3
+) -> st.SearchStrategy[ProgramSpec]:
+    @st.composite
+    def _strategy(draw: Callable[..., object]) -> ProgramSpec:
+        return build(draw, family, max_ops, max_inputs)
+
+    return _strategy()
