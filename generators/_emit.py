@@ -18,12 +18,12 @@ import inspect
 import re
 from typing import Any
 
-__all__ = ["emitted_source"]
+__all__ = ["IGNORE", "emitted_source"]
 
 # A mypy ignore at the end of a line: for the checker, not part of the helper.
-_IGNORE = re.compile(r"  # type: ignore\[[a-z-]+(, [a-z-]+)*\]$", re.MULTILINE)
+IGNORE = re.compile(r"  # type: ignore\[[a-z-]+(, [a-z-]+)*\]$", re.MULTILINE)
 
 
 def emitted_source(*objects: Any) -> str:
     """The definitions of `objects` (functions or classes) as written, two blank lines apart."""
-    return "\n\n".join(_IGNORE.sub("", inspect.getsource(o)) for o in objects)
+    return "\n\n".join(IGNORE.sub("", inspect.getsource(o)) for o in objects)

@@ -19,6 +19,7 @@ from pyfy_fuzz.schema.config import call_context
 
 from ._effect_op import effect_op_source
 from ._hooks import hooks_source
+from ._mirror import mirror_source
 from ._prelude import no_retain, prelude_source
 from ._relations import relations_source
 from ._render_body import out_expr, stmt_lines
@@ -37,46 +38,7 @@ HOOKS = hooks_source()  # a repro.py copies the hooks its program registers out 
 _EFFECT_OP = effect_op_source()
 
 _TWO_TENSOR = "from torch.testing._internal.two_tensor import TwoTensor\n"
-# The subclass is text, not a class of this package: it derives from torch.Tensor, and the
-# generators import no torch (the campaign renders and shrinks programs without it).
-MIRROR = '''
-
-class MirrorTensor(torch.Tensor):
-    """A traceable wrapper subclass around one inner tensor with a constant tag."""
-
-    @staticmethod
-    def __new__(cls, inner, tag, outer_size=None, outer_stride=None):
-        # the outer geometry torch asks for when it rebuilds the subclass (__tensor_unflatten__)
-        return torch.Tensor._make_wrapper_subclass(
-            cls, outer_size if outer_size is not None else inner.shape,
-            strides=outer_stride if outer_stride is not None else inner.stride(),
-            storage_offset=inner.storage_offset(),
-            dtype=inner.dtype, device=inner.device, requires_grad=inner.requires_grad,
-        )
-
-    def __init__(self, inner, tag, outer_size=None, outer_stride=None):
-        self.inner = inner
-        self.tag = tag
-
-    def __repr__(self):
-        return f"MirrorTensor({self.inner!r}, {self.tag!r})"
-
-    def __tensor_flatten__(self):
-        return ["inner"], self.tag
-
-    @staticmethod
-    def __tensor_unflatten__(inner_tensors, ctx, outer_size, outer_stride):
-        return MirrorTensor(inner_tensors["inner"], ctx, outer_size, outer_stride)
-
-    @classmethod
-    def __torch_dispatch__(cls, func, types, args, kwargs=None):
-        kwargs = kwargs or {}
-        tag = next(a.tag for a in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(a, MirrorTensor))
-        unwrap = lambda t: t.inner if isinstance(t, MirrorTensor) else t
-        out = func(*torch.utils._pytree.tree_map(unwrap, args), **torch.utils._pytree.tree_map(unwrap, kwargs))
-        wrapped = torch.utils._pytree.tree_map_only(torch.Tensor, lambda t: MirrorTensor(t, tag), out)
-        return return_and_correct_aliasing(func, args, kwargs, wrapped)
-'''
+MIRROR = "\n\n" + mirror_source()  # the subclass family's class (generators/_mirror.py)
 
 
 def module_init(m: ModuleSpec) -> list[str]:
