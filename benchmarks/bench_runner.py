@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_runner.py [--examples 60] [--backend aot_eager] [--seed 0]
 
 For a fixed, seeded set of programs (all families mixed, as `programs()` draws them), times
-per case `run_case(spec)` against `pyfy_fuzz.bench.measure.bare` (the least torch work the same
+per case `run_case(spec)` against `pyfy_fuzz.bench.overhead.bare` (the least torch work the same
 comparison needs), each path twice, alternating, the faster run counting; prints the means,
 the ratio and run_case's own breakdown. `pyfy-fuzz bench` measures the same on worker
 processes, over its per-family program set; this script keeps the single-process view (with
@@ -20,7 +20,8 @@ from pathlib import Path
 import torch
 
 from generators import programs
-from pyfy_fuzz.bench.measure import draw, overhead_one, summarize_overhead
+from pyfy_fuzz.bench.measure import draw
+from pyfy_fuzz.bench.overhead import overhead_one, summarize_overhead
 from pyfy_fuzz.bench.tables import overhead_table
 
 

@@ -18,9 +18,11 @@ package loads no oracle: `ORACLES`, `check_all` and an oracle module as an attri
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .by_design import BY_DESIGN, ByDesign, recording
@@ -31,53 +33,47 @@ from .finding import KINDS, Finding
 if TYPE_CHECKING:  # bound on first use (Note [The oracles load on first use])
     ORACLES: dict[str, Callable[[Evidence], list[Finding]]]
 
-# The oracle modules, in the order check_all runs them (exceptions first).
-_ORDER = (
-    "exceptions",
-    "outputs",
-    "mutation",
-    "versions",
-    "aliasing",
-    "autograd",
-    "grads",
-    "seq_nr",
-    "cudagraph",
-    "guards",
-)
+# Note [The oracle registry]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An oracle is a public module of this package with `NAME`, `check`, `POSITION` (where
+# check_all runs it: exceptions first, so a raising subject is judged before its values) and
+# `ATTRIBUTABLE` (Note [Whose bug]). Nothing lists them: `_oracles` finds them with pkgutil,
+# importing the package's public modules alphabetically, and orders them by POSITION.
+_PUBLIC = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name[0] == "_"))
 
 
 @cache
+def _registry() -> tuple[ModuleType, ...]:
+    """The oracle modules, by POSITION; importing them on the first call."""
+    modules = [importlib.import_module(f"{__name__}.{n}") for n in _PUBLIC]
+    found = sorted((m for m in modules if hasattr(m, "POSITION")), key=lambda m: m.POSITION)
+    positions = [m.POSITION for m in found]
+    if sorted(set(positions)) != list(range(len(found))):
+        raise RuntimeError(f"oracle POSITIONs must be 0..{len(found) - 1}, once each: {positions}")
+    return tuple(found)
+
+
 def _oracles() -> dict[str, Callable[[Evidence], list[Finding]]]:
-    """NAME -> check of every oracle, in _ORDER; the modules are imported on the first call
-    (alphabetically, the order in which the package imported them before)."""
-    modules = {n: importlib.import_module(f"{__name__}.{n}") for n in sorted(_ORDER)}
-    return {modules[n].NAME: modules[n].check for n in _ORDER}
+    """NAME -> check of every oracle, in the order check_all runs them."""
+    return {m.NAME: m.check for m in _registry()}
 
 
 def __getattr__(name: str) -> Any:
-    """ORACLES, and the oracle modules, loaded on first use (Note [The oracles load on first
-    use]); importing a submodule binds it in the package."""
+    """ORACLES, and the package's modules, loaded on first use (Note [The oracles load on
+    first use]); importing a submodule binds it in the package."""
     if name == "ORACLES":
         return _oracles()
-    if name in _ORDER:
-        _oracles()
-        return globals()[name]
+    if name in _PUBLIC:
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# Oracles whose pythonify check compares the file with torch.compile's *outputs*, so that
-# "the file agrees with eager" can be asked by comparing it with eager instead. seq_nr compares
-# the file's tables with torch's graphs and guards attribute on their own (_agrees_with_compile).
-_ATTRIBUTABLE = (
-    "exceptions",
-    "outputs",
-    "mutation",
-    "versions",
-    "aliasing",
-    "autograd",
-    "grads",
-    "cudagraph",
-)
+# Note [Whose bug]
+# ~~~~~~~~~~~~~~~~
+# An oracle is ATTRIBUTABLE where its pythonify check compares the file with torch.compile's
+# *outputs*, so that "the file agrees with eager" can be asked by comparing it with eager
+# instead (`_torch_alone`). seq_nr compares the file's tables with torch's graphs and guards
+# attribute on their own (_agrees_with_compile).
 
 
 def check_all(evidence: Evidence) -> list[Finding]:
@@ -95,7 +91,8 @@ def _torch_alone(ev: Evidence, oracle: str, f: Finding, same_oracle: list[Findin
     under this oracle, and the pythonified file, judged against eager as torch.compile is,
     agrees with eager. The file then differs from torch.compile only because it is right; the
     bug is reported once, against torch.compile, never as one of the generator's."""
-    if f.subject != "pythonify" or oracle not in _ATTRIBUTABLE or ev.pythonified is None:
+    attributable = {m.NAME for m in _registry() if m.ATTRIBUTABLE}
+    if f.subject != "pythonify" or oracle not in attributable or ev.pythonified is None:
         return False
     if not any(g.subject == "torch.compile" for g in same_oracle):
         return False

@@ -14,12 +14,19 @@ from .evidence import Evidence
 from .finding import Finding
 
 __all__ = [
+    "ATTRIBUTABLE",
     "NAME",
+    "POSITION",
     "check",
     "probe_diffs",
 ]
 
 NAME = "aliasing"
+# Where check_all runs it (Note [The oracle registry] in oracles/__init__.py).
+POSITION = 4
+# True: its pythonify findings compare the file with torch.compile's outputs, so
+# check_all asks whether the file agrees with eager instead (Note [Whose bug] in __init__).
+ATTRIBUTABLE = True
 
 
 def probe_diffs(subject: str, ref: list[ProbeObs], got: list[ProbeObs]) -> list[Difference]:

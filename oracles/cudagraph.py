@@ -36,12 +36,19 @@ from .evidence import Evidence
 from .finding import Finding
 
 __all__ = [
+    "ATTRIBUTABLE",
     "NAME",
     "OVERWRITTEN",
+    "POSITION",
     "check",
 ]
 
 NAME = "cudagraph"
+# Where check_all runs it (Note [The oracle registry] in oracles/__init__.py).
+POSITION = 8
+# True: its pythonify findings compare the file with torch.compile's outputs, so
+# check_all asks whether the file agrees with eager instead (Note [Whose bug] in __init__).
+ATTRIBUTABLE = True
 # cudagraph trees' error on reading an output a later replay overwrote (cudagraph_trees.py)
 OVERWRITTEN = "accessing tensor output of CUDAGraphs that has been overwritten"
 

@@ -20,12 +20,19 @@ from .finding import Finding
 from .versions import net_noop_backward_error
 
 __all__ = [
+    "ATTRIBUTABLE",
     "NAME",
+    "POSITION",
     "check",
     "raise_diff",
 ]
 
 NAME = "exceptions"
+# Where check_all runs it (Note [The oracle registry] in oracles/__init__.py).
+POSITION = 0
+# True: its pythonify findings compare the file with torch.compile's outputs, so
+# check_all asks whether the file agrees with eager instead (Note [Whose bug] in __init__).
+ATTRIBUTABLE = True
 
 
 def raise_diff(

@@ -10,11 +10,18 @@ from .evidence import Evidence
 from .finding import Finding
 
 __all__ = [
+    "ATTRIBUTABLE",
     "NAME",
+    "POSITION",
     "check",
 ]
 
 NAME = "grads"
+# Where check_all runs it (Note [The oracle registry] in oracles/__init__.py).
+POSITION = 6
+# True: its pythonify findings compare the file with torch.compile's outputs, so
+# check_all asks whether the file agrees with eager instead (Note [Whose bug] in __init__).
+ATTRIBUTABLE = True
 
 
 def check(ev: Evidence) -> list[Finding]:

@@ -42,14 +42,21 @@ from .identity import REUSED_ALIASING
 from .versions import diff_versions
 
 __all__ = [
+    "ATTRIBUTABLE",
     "GUARD_ERROR",
     "NAME",
+    "POSITION",
     "REUSED_ALIASING",
     "check",
     "later_aspect",
 ]
 
 NAME = "guards"
+# Where check_all runs it (Note [The oracle registry] in oracles/__init__.py).
+POSITION = 9
+# False: it judges the file on its own terms (guards attribute on their own), never
+# by comparing it with eager (Note [Whose bug] in __init__).
+ATTRIBUTABLE = False
 GUARD_ERROR = "PythonifyGuardError"
 
 

@@ -26,15 +26,22 @@ from .evidence import Evidence
 from .finding import Finding
 
 __all__ = [
+    "ATTRIBUTABLE",
     "NAME",
+    "POSITION",
     "check",
     "file_vs_compile",
     "invariants",
-    "unmapped_class",
     "order_vs_eager",
+    "unmapped_class",
 ]
 
 NAME = "seq_nr"
+# Where check_all runs it (Note [The oracle registry] in oracles/__init__.py).
+POSITION = 7
+# False: it judges the file on its own terms (its tables against torch's graphs), never
+# by comparing it with eager (Note [Whose bug] in __init__).
+ATTRIBUTABLE = False
 
 
 def _table(nodes: tuple[Any, ...]) -> dict[str, int]:

@@ -21,13 +21,20 @@ from .evidence import Evidence
 from .finding import Finding
 
 __all__ = [
+    "ATTRIBUTABLE",
     "NAME",
+    "POSITION",
     "check",
     "diff_versions",
     "net_noop_backward_error",
 ]
 
 NAME = "versions"
+# Where check_all runs it (Note [The oracle registry] in oracles/__init__.py).
+POSITION = 3
+# True: its pythonify findings compare the file with torch.compile's outputs, so
+# check_all asks whether the file agrees with eager instead (Note [Whose bug] in __init__).
+ATTRIBUTABLE = True
 
 # Note [Version counters]
 # Eager bumps an input's version counter once per in-place op on it (or on any view of it, or

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from generators import FAMILIES
-from pyfy_fuzz.bench.measure import program_set, rss_metrics
+from pyfy_fuzz.bench.measure import program_set
+from pyfy_fuzz.bench.memory import rss_metrics
 from pyfy_fuzz.campaign.procstat import ProcInfo, TreeSample, process_tree
 from pyfy_fuzz.cli import main
 

@@ -159,7 +159,7 @@ def test_generators_draw_every_knob_and_mostly_the_defaults() -> None:
 def test_a_mixed_campaign_draws_inductor_for_one_case_in_n() -> None:
     """The worker's mix: the spec names Inductor (CallPlan.backend), so shrinking, saving and
     replay keep it; run_case compiles a spec that names a backend with that one."""
-    from pyfy_fuzz.campaign.worker import _with_partner
+    from pyfy_fuzz.campaign.explore import _with_partner
 
     specs = draw(_with_partner(programs(), "inductor", 10), 400, seed=0)
     share = sum(s.plan.backend == "inductor" for s in specs) / len(specs)

@@ -12,57 +12,44 @@ Three measurements, each answering one question about where the time and memory 
 (c) **memory**: a real `pyfy-fuzz run` as a subprocess, its process tree sampled from /proc
     every second (procstat.py): does a long campaign stay flat after warm-up?
 
-`run_bench` returns plain data (the JSON of `--json`); `render` makes the tables.
+`run_bench` runs the three in turn and returns plain data (the JSON of `--json`); (a) and the
+program set live here, (b) in overhead.py, (c) in memory.py; tables.py makes the tables.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from generators import FAMILIES, ProgramSpec, programs
-from pyfy_fuzz.campaign.procstat import TreeSample, machine, sample_until_exit
+from pyfy_fuzz.bench.memory import campaign_rss
+from pyfy_fuzz.bench.overhead import measure_overhead
+from pyfy_fuzz.campaign.procstat import machine
 from pyfy_fuzz.schema.messages import Died, Done, Serve, Started
 
 if TYPE_CHECKING:
-    from pyfy_fuzz.campaign.pool import (
-        Event,  # the pool imports torch (through the worker): not at import time
-    )
+    from pyfy_fuzz.campaign.pool import Event
 
 __all__ = [
     "BenchConfig",
     "CLOCK",
     "INDUCTOR_CACHE",
     "TARGETS",
-    "WARMUP_SHARE",
-    "WINDOW_SHARE",
     "Workers",
-    "bare",
-    "campaign_rss",
     "draw",
     "eager_validity",
-    "measure_overhead",
     "mix",
-    "overhead_one",
     "program_set",
-    "rss_metrics",
     "run_bench",
-    "summarize_overhead",
 ]
 
 TARGETS = {"cases_per_min": 400.0, "overhead_ratio": 1.2, "rss_growth": 0.20}
-WARMUP_SHARE, WINDOW_SHARE = 0.2, 0.1  # of the RSS campaign's budget: 2 and 1 min of 10
 INDUCTOR_CACHE = (
     "warm: one untimed pass over the same inductor programs on the same workers first "
     "(Inductor's kernel caches, on disk and in memory, hold their kernels; pythonify turns the "
@@ -138,17 +125,19 @@ class Workers:
     """N serve workers of the campaign's pool; a worker that dies or is recycled is replaced."""
 
     def __init__(self, n: int, directory: Path, device: str = "cpu") -> None:
+        from pyfy_fuzz.campaign.config import WorkerConfig, serve_only
         from pyfy_fuzz.campaign.pool import Pool
-        from pyfy_fuzz.campaign.worker import WorkerConfig
+
+        campaign = serve_only(device)
 
         def config(slot: int) -> WorkerConfig:
             work = directory / f"work-{slot}"
             work.mkdir(exist_ok=True)
             return WorkerConfig(
+                campaign,
                 slot=slot,
                 workdir=str(work),
                 log_path=str(directory / f"worker-{slot}.log"),
-                device=device,
             )
 
         self.pool = Pool(n, config, case_timeout=300.0)
@@ -227,290 +216,6 @@ def _throughput(
             }
             for f, v in sorted(latency.items())
         },
-    }
-
-
-# -- (b) overhead -------------------------------------------------------------------------------
-def bare(spec: ProgramSpec, backend: str, d: Path, device: str = "cpu") -> float | None:
-    """Seconds of the least torch work `run_case`'s comparison needs: eager through the plan
-    twice; the two compiles (pythonify's capture + codegen, under its own settings, and the
-    stock torch.compile of a fresh copy, in a fresh cache directory: Note [The stock
-    reference]); the stock compile, the file and the capture's own callable (the file's
-    reference, Note [Two references]) through the plan; and the plan's variant call in all
-    four (where torch.compile recompiles). Nothing recorded, probed or compared.
-    Long: one straight sequence of torch work, in run_case's order, so the two can be read
-    side by side.
-    None when the program cannot be pythonified (no file to run)."""
-    import torch
-    import torch._dynamo
-
-    from generators import materialize
-    from pyfy_fuzz.case.subjects import case_caches, plain_compile
-    from pyfy_fuzz.pythonify import load, pythonify
-
-    t0 = time.perf_counter()
-    program = materialize(spec, device=device)
-    plan = program.plan
-    drive = program.module.drive
-
-    def call(fn: Any, module: Any, seed: int, variant: Any = None) -> None:
-        try:
-            drive(fn, program.make_inputs(seed, variant), seed, module=module)
-        except Exception:
-            pass
-        finally:
-            torch.set_grad_enabled(True)
-
-    for _ in range(2):
-        fn = program.make_fn()
-        for seed in range(plan.calls):
-            call(fn, fn, seed)
-    torch._dynamo.reset()
-    with case_caches():
-        fn, args = program.make_fn(), program.make_inputs(0)
-        try:
-            with program.module.compile_site():  # as compile_once
-                r = pythonify(
-                    fn,
-                    args,
-                    d / "p.py",
-                    backend=backend,
-                    frontend=plan.frontend,
-                    dynamic=plan.dynamic,
-                    mode=plan.mode,
-                )
-        except Exception:
-            return None
-        capture, capture_module = r.compiled, fn
-        fn = program.make_fn()
-        compiled = plain_compile(fn, backend, plan, device)  # compiled at its first call
-        fn2 = program.make_fn()
-        mod = load(r.path, bind=fn2)
-        runs = ((compiled, fn), (mod.call, fn2), (capture, capture_module))
-        for target, module in runs:
-            for seed in range(plan.calls):
-                call(target, module, seed)
-        if plan.variant is not None:  # the plan's guard-breaking call (torch.compile recompiles)
-            for target, module in ((program.make_fn(), None), *runs):
-                call(target, module, 0, plan.variant)
-    return time.perf_counter() - t0
-
-
-def overhead_one(
-    spec: ProgramSpec, backend: str, d: Path, device: str = "cpu"
-) -> dict[str, Any] | None:
-    """Both paths twice, alternating; the faster run of each counts, which removes first-import
-    and warm-up costs from whichever path happened to run first. None: not pythonifiable."""
-    import torch._dynamo
-
-    from pyfy_fuzz.case.runner import run_case
-
-    bares, fulls, timings = [], [], {}
-    for _ in range(2):
-        b = bare(spec, backend, d, device)
-        if b is None:
-            return None
-        bares.append(b)
-        torch._dynamo.reset()
-        t0 = time.perf_counter()
-        result = run_case(spec, backend=backend, device=device, workdir=d)
-        fulls.append(time.perf_counter() - t0)
-        timings = result.timings
-        torch._dynamo.reset()
-    return {"family": spec.family, "bare_s": min(bares), "full_s": min(fulls), "timings": timings}
-
-
-def summarize_overhead(samples: list[dict[str, Any]], drawn: int, backend: str) -> dict[str, Any]:
-    """Ratio of the means (run_case / bare) and `run_case`'s own breakdown (mean per stage)."""
-    out: dict[str, Any] = {"backend": backend, "drawn": drawn, "cases": len(samples)}
-    if not samples:
-        return {**out, "ratio": None}
-    full = statistics.mean(s["full_s"] for s in samples)
-    bare_s = statistics.mean(s["bare_s"] for s in samples)
-    stages = sorted({k for s in samples for k in s["timings"]})
-    return {
-        **out,
-        "bare_ms": round(1e3 * bare_s, 1),
-        "run_case_ms": round(1e3 * full, 1),
-        "ratio": round(full / bare_s, 3),
-        "harness_ms": round(1e3 * (full - bare_s), 1),
-        "breakdown_ms": {
-            k: round(1e3 * statistics.mean(s["timings"].get(k, 0.0) for s in samples), 1)
-            for k in stages
-        },
-    }
-
-
-_WORKDIR: list[Path] = []
-
-
-def _overhead_init(directory: str) -> None:
-    """A process of (b)'s pool: like a campaign worker (one thread, dies with its parent, its
-    programs' prints go to a log, not to the table)."""
-    import torch
-
-    from pyfy_fuzz.campaign.worker import die_with_parent
-
-    die_with_parent()
-    log = os.open(os.path.join(directory, f"overhead-{os.getpid()}.log"), os.O_WRONLY | os.O_CREAT)
-    for fd in (1, 2):
-        os.dup2(log, fd)
-    os.close(log)
-    warnings.filterwarnings("ignore")
-    torch.set_num_threads(1)
-    _WORKDIR.append(Path(tempfile.mkdtemp(prefix="overhead-", dir=directory)))
-
-
-def _overhead_task(spec_json: str, backend: str, device: str) -> dict[str, Any] | None:
-    return overhead_one(ProgramSpec.from_json(spec_json), backend, _WORKDIR[0], device)
-
-
-def measure_overhead(
-    specs: list[ProgramSpec], backend: str, workers: int, directory: Path, device: str = "cpu"
-) -> dict[str, Any]:
-    """`overhead_one` for every spec on `workers` processes (the conditions of a campaign: one
-    intra-op thread per worker, every core busy)."""
-    from pyfy_fuzz.campaign.pool import mp_context
-
-    samples, errors = [], []
-    with cf.ProcessPoolExecutor(
-        workers, mp_context=mp_context(), initializer=_overhead_init, initargs=(str(directory),)
-    ) as ex:
-        futures = [ex.submit(_overhead_task, s.to_json(), backend, device) for s in specs]
-        for fut in futures:
-            try:
-                sample = fut.result()
-            except Exception as exc:  # a pyfy-fuzz error, or a dead process (BrokenProcessPool)
-                errors.append(f"{type(exc).__name__}: {str(exc)[:200]}")
-                continue
-            if sample is not None:
-                samples.append(sample)
-    out = summarize_overhead(samples, len(specs), backend)
-    out["workers"] = workers
-    if errors:
-        out["errors"] = errors[:5] + ([f"... {len(errors) - 5} more"] if len(errors) > 5 else [])
-    return out
-
-
-# -- (c) memory over a real campaign ------------------------------------------------------------
-def campaign_rss(seconds: int, workers: int, seed: int, directory: Path) -> dict[str, Any]:
-    """Run `pyfy-fuzz run` for `seconds` on a fresh corpus, sample its tree every second."""
-    summary_path = directory / "summary.json"
-    cmd = [sys.executable, "-m", "pyfy_fuzz", "run", "--budget", f"{seconds}s"]
-    cmd += ["--corpus", str(directory / "corpus"), "--json", str(summary_path)]
-    cmd += ["--progress", "quiet", "--workers", str(workers), "--seed", str(seed)]
-    with open(directory / "campaign.log", "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            samples = sample_until_exit(proc)
-        finally:
-            if proc.poll() is None:  # interrupted: take the campaign down with us
-                proc.terminate()
-                proc.wait(30)
-    if proc.returncode not in (0, 1) or not summary_path.is_file():
-        tail = (directory / "campaign.log").read_text(errors="replace").strip().splitlines()
-        raise RuntimeError(
-            f"the campaign exited {proc.returncode}: {tail[-1] if tail else 'no output'}"
-        )
-    summary = json.loads(summary_path.read_text())
-    out = rss_metrics(samples)
-    out["budget_s"] = seconds
-    out["campaign"] = {
-        k: summary[k] for k in ("cases", "cases_per_min", "shrink_cases", "recycled", "deaths")
-    }
-    # Who the new findings are against: a pythonify one here is a generator bug (or a false
-    # positive of an oracle) worth a look.
-    subjects: dict[str, int] = {}
-    for f in summary["findings"]:
-        subjects[f["subject"]] = subjects.get(f["subject"], 0) + 1
-    out["campaign"]["findings_by_subject"] = subjects
-    return out
-
-
-def _mean_in(series: list[tuple[float, int]], lo: float, hi: float) -> float | None:
-    values = [v for t, v in series if lo <= t <= hi]
-    return statistics.mean(values) if values else None
-
-
-def rss_metrics(samples: list[TreeSample]) -> dict[str, Any]:
-    """Memory of a campaign's workers (the processes its fork server forked, depth 2).
-
-    The span is the time the workers ran: from the first sample with a worker to the last
-    sample with as many workers as there ever were (the campaign's budget, less its start-up;
-    at the deadline the workers leave). The warm-up is its first 20%, the windows 10% (2 and
-    1 minutes of 10). S(t) is the total RSS of the live workers. Each worker is recycled after
-    300 cases and restarts low, so S is a saw-tooth, a window's mean depends on where the
-    teeth fall, and a leak in a worker is cut back at every recycle. The growth is therefore
-    taken on the envelope E(t) = max of S over the trailing worker lifetime (the median life of
-    the workers that ended before the span did; 0, i.e. E = S, when none did):
-        rss_growth = mean E(last window) / mean E(first window after warm-up) - 1.
-    Without recycling this is the plain ratio of S's means (`plain_growth`). Growth that
-    survives recycling (in the campaign, the fork server, what each new worker is handed) shows
-    in it; a per-case leak in a worker shows in `worker_life_growth`: each ended worker's last
-    RSS (at recycle) against its mean RSS over the first 20% of its own life, median. The
-    campaign process (depth 0) and the fork server (the workers' parent) are reported apart.
-
-    Long: each number is defined by the paragraph above and computed in that order, over
-    the same span and windows.
-    """
-    # Depth 2 exactly: a worker's own child (tlparse indexing an entry's trace, for a few
-    # milliseconds) is no worker -- counted as one, it made "as many workers as there ever
-    # were" a passing instant and left the windows empty.
-    alive = [[p for p in s.procs.values() if p.depth == 2] for s in samples]
-    seen = [(s.t, w) for s, w in zip(samples, alive, strict=True) if w]
-    if not seen:
-        raise RuntimeError(f"no campaign worker was seen in {len(samples)} samples")
-    born, most = seen[0][0], max(len(w) for _, w in seen)
-    span = max(t for t, w in seen if len(w) == most) - born
-    series = [(t - born, sum(p.rss for p in w)) for t, w in seen if t - born <= span]
-    lives: dict[int, list[tuple[float, int]]] = {}
-    for t, w in seen:
-        for p in w:
-            if p.rss > 0:  # an exiting (zombie) worker reads 0: not a size it ever had
-                lives.setdefault(p.pid, []).append((t - born, p.rss))
-    ended = [v for v in lives.values() if v[-1][0] < span - 1]  # recycled (or died)
-    life = statistics.median(v[-1][0] - v[0][0] for v in ended) if ended else 0.0
-    envelope = [(t, max(x for u, x in series if t - life <= u <= t)) for t, _ in series]
-    first = (WARMUP_SHARE * span, (WARMUP_SHARE + WINDOW_SHARE) * span)
-    last = ((1 - WINDOW_SHARE) * span, span)
-    e0, e1 = _mean_in(envelope, *first), _mean_in(envelope, *last)
-    s0, s1 = _mean_in(series, *first), _mean_in(series, *last)
-    in_life = [
-        v[-1][1] / warm - 1
-        for v in ended
-        if (warm := _mean_in(v, v[0][0], v[0][0] + WARMUP_SHARE * (v[-1][0] - v[0][0])))
-    ]
-    mib = 2**20
-
-    def apart(pick: Callable[[Any], bool]) -> dict[str, int | None]:
-        mine = [(t - born, sum(p.rss for p in s.procs.values() if pick(p))) for t, s in tree]
-        return {
-            k: round(v / mib) if (v := _mean_in(mine, *w)) else None
-            for k, w in (("first_window", first), ("last_window", last))
-        }
-
-    tree = [(s.t, s) for s in samples if 0 <= s.t - born <= span]
-    parents = {p.ppid for _, w in seen for p in w}
-    return {
-        "rss_growth": round(e1 / e0 - 1, 4) if e0 and e1 else None,
-        "plain_growth": round(s1 / s0 - 1, 4) if s0 and s1 else None,
-        "span_s": round(span, 1),
-        "samples": len(series),
-        "windows_s": {
-            "first": [round(x, 1) for x in first],
-            "last": [round(x, 1) for x in last],
-            "envelope": round(life, 1),
-        },
-        "workers_rss_mib": {
-            "first_window": round(s0 / mib) if s0 else None,
-            "last_window": round(s1 / mib) if s1 else None,
-        },
-        "worker_rss_peak_mib": round(max(x for v in lives.values() for _, x in v) / mib),
-        "worker_rss_at_recycle_mib": [round(v[-1][1] / mib) for v in ended],
-        "worker_life_growth": round(statistics.median(in_life), 4) if in_life else None,
-        "worker_lives": len(lives),
-        "campaign_rss_mib": apart(lambda p: p.depth == 0),
-        "fork_server_rss_mib": apart(lambda p: p.pid in parents),
     }
 
 
@@ -638,6 +343,3 @@ def _targets(result: dict[str, Any], config: BenchConfig) -> dict[str, Any]:
             "as_stated": as_stated,
         }
     return out
-
-
-# -- tables -------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Time budgets as people write them: ``90s``, ``10m``, ``1h``, ``1h30m``, ``2h5m10s``.
+"""Time budgets as people write them (``90s``, ``10m``, ``1h``, ``1h30m``, ``2h5m10s``), and
+a running campaign's `Deadline`.
 
 A bare number means seconds. The parser is strict (units in decreasing order, each at most
 once, no spaces) so that a typo such as ``1m30h`` is an error rather than a surprise.
@@ -7,11 +8,39 @@ once, no spaces) so that a typo such as ``1m30h`` is an error rather than a surp
 from __future__ import annotations
 
 import re
+import time
+from dataclasses import dataclass
 
 __all__ = [
+    "FINISH_S",
+    "Deadline",
     "format_duration",
     "parse_budget",
 ]
+
+FINISH_S = 3.0  # the end of the grace kept for the books (Note [Ending on time] in campaign.py)
+
+
+@dataclass
+class Deadline:
+    """When a running campaign stops exploring, and when what it started must be gone (Note
+    [Ending on time] in campaign.py). One object, shared by the campaign's parts: the threads
+    beside the workers (reductions, repro checks) read it as the campaign moves it."""
+
+    at: float  # time.monotonic() when workers stop exploring; stop_on_subject brings it forward
+    grace_s: float  # seconds past `at` the whole run may take to end
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self.at
+
+    def until(self) -> float:
+        """When workers and repro checks must be gone: the end of the grace, less FINISH_S."""
+        return self.at + self.grace_s - FINISH_S
+
+    def left(self) -> float:
+        """Seconds until `until()`, never negative."""
+        return max(0.0, self.until() - time.monotonic())
+
 
 _UNITS = {"h": 3600, "m": 60, "s": 1}
 _BUDGET = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")

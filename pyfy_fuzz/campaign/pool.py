@@ -9,6 +9,9 @@ event carrying the spec that was running:
 - the worker's resident memory passes `rss_hard_bytes`: the pool kills it, `interpreter-crash`
   with a memory reason.
 Slots are refilled by the caller (`restart`), which decides the mode (explore or serve).
+The module itself is torch-free (the campaign's process imports it; torch is the fork
+server's): a worker gets its `WorkerConfig` (config.py) pickled, the campaign's configuration
+inside it as it is.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from multiprocessing.context import ForkServerContext, ForkServerProcess
 from pathlib import Path
 from typing import Any, cast
 
-from pyfy_fuzz.campaign.worker import WorkerConfig, rss_bytes
+from pyfy_fuzz.campaign.config import WorkerConfig
+from pyfy_fuzz.campaign.limits import rss_bytes
 from pyfy_fuzz.schema.messages import (
     BETWEEN_CASES,
     Avoid,
@@ -60,11 +64,12 @@ _CONTEXT: ForkServerContext | None = None
 
 
 def mp_context() -> ForkServerContext:
-    """The fork server, preloading torch and the worker module (once per campaign process)."""
+    """The fork server, preloading torch, Hypothesis and the worker's modules (once per
+    campaign process; this module itself imports none of them)."""
     global _CONTEXT
     if _CONTEXT is None:
         ctx = cast(ForkServerContext, mp.get_context("forkserver"))
-        ctx.set_forkserver_preload(["pyfy_fuzz.campaign.worker"])
+        ctx.set_forkserver_preload(["pyfy_fuzz.campaign.worker", "pyfy_fuzz.campaign.explore"])
         _CONTEXT = ctx
     return _CONTEXT
 
@@ -394,9 +399,11 @@ def _kill(s: _Slot) -> None:
 
 
 def _worker_main(conn: Connection, config: WorkerConfig) -> None:
+    """The worker process's target (both modules preloaded by the fork server)."""
+    from pyfy_fuzz.campaign.explore import explore
     from pyfy_fuzz.campaign.worker import main
 
-    main(conn, config)
+    main(conn, config, explore)
 
 
 def _exit_reason(code: int | None) -> str:

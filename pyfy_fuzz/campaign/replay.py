@@ -32,8 +32,8 @@ from typing import Any
 
 from generators import spec_from_dict
 from oracles.identity import difference_of
+from pyfy_fuzz.campaign.config import WorkerConfig, serve_only
 from pyfy_fuzz.campaign.pool import Pool
-from pyfy_fuzz.campaign.worker import WorkerConfig
 from pyfy_fuzz.corpus.entry import readme_of
 from pyfy_fuzz.corpus.releases import fixed_in, records_of, release_of
 from pyfy_fuzz.corpus.store import CASE, Corpus, Entry, Problem
@@ -251,13 +251,13 @@ def run_specs(
     runnable = entries
     work = Path(tempfile.mkdtemp(prefix="pyfy-replay-"))
     n = max(1, min(workers, len(runnable)))
+    campaign = serve_only(device, impl or "bundled")
 
     def config_for(slot: int) -> WorkerConfig:
         (work / str(slot)).mkdir(exist_ok=True)
         return WorkerConfig(
+            campaign,
             slot=slot,
-            device=device,
-            impl=impl or "bundled",
             workdir=str(work / str(slot)),
             log_path=str(work / f"worker-{slot}.log"),
         )

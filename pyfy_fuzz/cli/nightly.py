@@ -73,13 +73,13 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     except OSError as e:
         raise cli_error(f"cannot create {runs_dir}: {e.strerror or e}") from None
     summary_path = runs_dir / f"{stamp}-{socket.gethostname()}.json"  # never overwrites
-    from pyfy_fuzz.campaign.campaign import CampaignConfig
+    from pyfy_fuzz.campaign.config import BackendMix, CampaignConfig
 
     config = CampaignConfig(
         budget_s=budget,
         corpus=args.corpus,
         device=args.device,
-        backend=args.backend,
+        mix=BackendMix(args.backend),
         workers=workers,
         seed=args.seed,
         json_path=summary_path,

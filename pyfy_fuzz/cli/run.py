@@ -1,7 +1,9 @@
-"""``pyfy-fuzz run``: flags in, plain values to the campaign.
+"""``pyfy-fuzz run``: flags in, one `CampaignConfig` to the campaign (campaign/config.py).
 
 Every check a user can fail (budget, shard, families, device, corpus, --json path, the
-pythonify plug-in) happens here, before any worker starts, and ends in one line and exit 2.
+pythonify plug-in, the configuration's own invariants) happens here, before any worker starts,
+and ends in one line and exit 2. The configuration is built once and goes to the campaign and
+its workers as it is.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import argparse
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyfy_fuzz.cli.common import (
     Commands,
@@ -20,6 +22,10 @@ from pyfy_fuzz.cli.common import (
     cli_error,
     worker_count,
 )
+
+if TYPE_CHECKING:
+    from pyfy_fuzz.campaign.campaign import CampaignResult
+    from pyfy_fuzz.campaign.config import CampaignConfig
 
 __all__ = [
     "CASE_TIMEOUT_S",
@@ -125,11 +131,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.wrappers is not None:
         from generators import FAMILIES
 
-        wrappers = [w.strip() for w in args.wrappers.split(",") if w.strip()]
+        wrappers = tuple(w.strip() for w in args.wrappers.split(",") if w.strip())
         unknown = [w for w in wrappers if w not in FAMILIES]
         if unknown or not wrappers:
             raise cli_error(
-                f"--wrappers: unknown or no families {unknown or wrappers}; "
+                f"--wrappers: unknown or no families {unknown or list(wrappers)}; "
                 f"choose from {', '.join(FAMILIES)}"
             )
     pinned = _config_knobs(args.config)
@@ -145,30 +151,29 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_json_path(args.json)
     check_device(args.device)
     check_impl(args.pythonify)
-    from pyfy_fuzz.campaign.campaign import BackendMix, CampaignConfig, default_mix
+    from pyfy_fuzz.campaign.config import BackendMix, CampaignConfig, default_mix
 
-    mix = BackendMix(args.backend) if args.backend else default_mix(args.device)
-
-    config = CampaignConfig(
-        budget_s=budget,
-        corpus=args.corpus,
-        device=args.device,
-        backend=mix.base,
-        partner=mix.partner,
-        partner_share=mix.share,
-        config=pinned,
-        workers=workers,
-        seed=args.seed,
-        wrappers=wrappers,
-        max_cases=args.max_cases,
-        shard=shard,
-        impl=args.pythonify,
-        case_timeout=args.case_timeout,
-        shrink_seconds=args.shrink_seconds,
-        json_path=args.json,
-        progress=args.progress,
-        coverage=args.coverage,
-    )
+    try:  # the one configuration of the run, checked whole; workers receive it as it is
+        config = CampaignConfig(
+            budget_s=budget,
+            corpus=args.corpus,
+            device=args.device,
+            mix=BackendMix(args.backend) if args.backend else default_mix(args.device),
+            config=pinned,
+            workers=workers,
+            seed=args.seed,
+            wrappers=wrappers,
+            max_cases=args.max_cases,
+            shard=shard,
+            impl=args.pythonify,
+            case_timeout=args.case_timeout,
+            shrink_seconds=args.shrink_seconds,
+            json_path=args.json,
+            progress=args.progress,
+            coverage=args.coverage,
+        )
+    except ValueError as e:
+        raise cli_error(str(e)) from None
     return run_and_summarise(config).exit_code
 
 
@@ -188,7 +193,7 @@ def _config_knobs(text: str | None) -> tuple[str, ...] | None:
     return knobs
 
 
-def run_and_summarise(config: Any) -> Any:
+def run_and_summarise(config: CampaignConfig) -> CampaignResult:
     """Run it, turn what stops it from starting into a one-line exit 2, print the summary."""
     from pyfy_fuzz.campaign.campaign import run_campaign
     from pyfy_fuzz.campaign.pool import WorkerStartError

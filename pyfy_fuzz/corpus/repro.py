@@ -37,6 +37,9 @@ from typing import Any
 from generators.source import RELATE_FUNCTIONS, RELATE_TOKENS
 from pyfy_fuzz.corpus import _repro_helpers as H
 from pyfy_fuzz.corpus._repro_head import REFERENCE_RAISES, title
+from pyfy_fuzz.corpus._repro_helpers import (
+    canary,  # the workers run it too (Note [A broken process])
+)
 from pyfy_fuzz.corpus._repro_inputs import inputs_source
 from pyfy_fuzz.corpus._repro_main import ScriptMain
 from pyfy_fuzz.schema.spec import ProgramSpec, variant_tokens
@@ -48,6 +51,7 @@ __all__ = [
     "REFERENCE_RAISES",
     "NOT_RUN",
     "ReproStopped",
+    "canary",
     "check_repro",
     "render_repro",
     "repro_not_run",

@@ -67,15 +67,16 @@ def run_mutant(
     workdir: Path,
     backend: str = "aot_eager",
 ) -> MutantResult:
-    from pyfy_fuzz.campaign.campaign import CampaignConfig, run_campaign
+    from pyfy_fuzz.campaign.campaign import run_campaign
+    from pyfy_fuzz.campaign.config import BackendMix, CampaignConfig
 
     config = CampaignConfig(
         budget_s=budget_s,
         corpus=workdir / mutant.name,
-        backend=backend,
+        mix=BackendMix(backend),
         workers=workers,
         seed=seed,
-        wrappers=list(mutant.families),
+        wrappers=tuple(mutant.families),
         impl=f"{IMPL_MODULE}:impl_{mutant.name}",
         progress="quiet",
         stop_on_subject="pythonify",

@@ -22,8 +22,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import pyfy_fuzz.campaign.worker as worker
 from generators import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt, spec_from_dict
-from pyfy_fuzz.campaign.campaign import Campaign, CampaignConfig, run_campaign
+from pyfy_fuzz.campaign.campaign import Campaign, run_campaign
+from pyfy_fuzz.campaign.config import CampaignConfig, WorkerConfig, serve_only
 from pyfy_fuzz.campaign.pool import Pool
+from pyfy_fuzz.campaign.reductions import Hunted
 from pyfy_fuzz.campaign.replay import replay
 from pyfy_fuzz.corpus.repro import check_repro
 from pyfy_fuzz.corpus.store import Corpus
@@ -72,7 +74,8 @@ def test_a_canary_job_names_the_phase_that_broke_a_fresh_process(tmp_path: Path)
     """Each canary job runs alone in a fresh worker (its Done says the worker leaves); only a
     case that breaks that process is a finding, charged to the phase after which the canary
     first failed: the file's run is pythonify's."""
-    pool = Pool(1, lambda slot: worker.WorkerConfig(slot=slot, impl=IMPL, workdir=str(tmp_path)))
+    campaign = serve_only(impl=IMPL)
+    pool = Pool(1, lambda slot: WorkerConfig(campaign, slot=slot, workdir=str(tmp_path)))
     pool.start(0, Serve())
     futures = [pool.submit(_spec(d).to_json(), canary=True) for d in ("float32", "float64")]
     results: list[Done | Died] = []
@@ -114,26 +117,26 @@ def hunter(tmp_path: Path) -> Iterator[Campaign]:
         outcome = CaseOutcome("ok", "input_mutation", findings=found, broken=broken)
         return Done(outcome, spec, job=1), staging
 
-    campaign._job = job  # type: ignore[method-assign, assignment]
+    campaign.reductions.job = job  # type: ignore[method-assign, assignment]
     campaign.ran = ran  # type: ignore[attr-defined]
     yield campaign
-    campaign._repro_checks.put(None)
+    campaign.repros.close()
 
 
 def test_a_hunt_runs_the_suspects_until_one_breaks_a_fresh_process(hunter: Campaign) -> None:
     """Newest first; the innocent cases are not saved (nor their runs kept), and the hunt stops
     at the case that breaks a process alone."""
     broken = Broken("dispatch_mode", "PlantedLeak")
-    hunter._hunt(0, broken, ["innocent, later", "breaker", "innocent, earlier"], None)
+    hunter.reductions.hunt(0, broken, ["innocent, later", "breaker", "innocent, earlier"], None)
     assert hunter.ran == ["innocent, later", "breaker"]  # type: ignore[attr-defined]
-    ((slot, said, found),) = hunter._hunted
-    assert (slot, said) == (0, broken)
+    (hunted,) = hunter.reductions.take_hunted()
+    found = hunted.found
+    assert (hunted.slot, hunted.broken) == (0, broken)
     assert found is not None and found.spec == "breaker" and found.staging.is_dir()
     assert found.phase == "pythonify"
     assert len([p for p in hunter.corpus.root.iterdir() if p.name.startswith(".tmp")]) == 1
-    hunter._hunted.clear()
-    hunter._hunt(1, broken, ["innocent, later"], None)
-    assert hunter._hunted == [(1, broken, None)]  # noted, nothing saved
+    hunter.reductions.hunt(1, broken, ["innocent, later"], None)
+    assert hunter.reductions.take_hunted() == [Hunted(1, broken, None)]  # noted, nothing saved
 
 
 def test_the_canary_runs_after_every_case_and_a_hunt_starts_at_its_first_failure(
@@ -142,16 +145,16 @@ def test_the_canary_runs_after_every_case_and_a_hunt_starts_at_its_first_failure
     """A slot's cases since its last passing canary are the suspects; a passing canary clears
     them (with a canary after every case, a hunt has the one case)."""
     started: list[tuple[Any, ...]] = []
-    hunter._hunt = lambda *args: started.append(args)  # type: ignore[method-assign]
+    hunter.reductions.hunt = lambda *args: started.append(args)  # type: ignore[method-assign]
     ok = CaseOutcome("ok", "input_mutation")
     broke = CaseOutcome("ok", "input_mutation", broken=Broken("grad_mode", "off"))
-    hunter._after_canary(0, Done(ok, "first"))
-    assert list(hunter.unchecked[0]) == []
-    hunter._after_canary(0, Done(broke, "second"))
-    for t in hunter.reductions:
+    hunter.reductions.after_canary(0, Done(ok, "first"), None)
+    assert list(hunter.reductions.unchecked[0]) == []
+    hunter.reductions.after_canary(0, Done(broke, "second"), None)
+    for t in hunter.reductions.threads:
         t.join()
     assert [a[:3] for a in started] == [(0, Broken("grad_mode", "off"), ["second"])]
-    assert hunter.stats.hunts == 1 and list(hunter.unchecked[0]) == []
+    assert hunter.stats.hunts == 1 and list(hunter.reductions.unchecked[0]) == []
 
 
 @pytest.mark.slow
@@ -169,7 +172,7 @@ def test_a_case_that_leaves_its_process_broken_is_saved_and_its_repro_exits_1(
             corpus=tmp_path / "corpus",
             progress="quiet",
             impl=IMPL,
-            wrappers=["input_mutation"],
+            wrappers=("input_mutation",),
             workers=2,  # one explores while the other hunts and reduces as a serve worker
             seed=0,
             shrink_seconds=4.0,  # other bugs' shrinks leave time to explore

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from generators import spec_from_dict
-from pyfy_fuzz.campaign.campaign import CampaignConfig, run_campaign
+from pyfy_fuzz.campaign.campaign import run_campaign
+from pyfy_fuzz.campaign.config import CampaignConfig
 from pyfy_fuzz.campaign.replay import replay
 from pyfy_fuzz.corpus.store import Corpus
 
@@ -56,7 +57,7 @@ def test_a_planted_generator_bug_is_found_shrunk_saved_and_replayed(tmp_path: Pa
         impl=impl,
         seed=1,
         shrink_seconds=20.0,
-        wrappers=["input_mutation", "output_aliasing"],
+        wrappers=("input_mutation", "output_aliasing"),
     )
     assert took <= 45 + GRACE + 5
     assert result.exit_code == 1  # type: ignore[attr-defined]
@@ -108,7 +109,7 @@ def test_a_planted_generator_bug_is_found_shrunk_saved_and_replayed(tmp_path: Pa
 def test_a_restart_knows_what_the_corpus_holds(tmp_path: Path) -> None:
     impl = "tests.campaign.impls:float64_raises"
     # Little shrinking, so the short runs mostly explore and meet known signatures again.
-    kw = {"impl": impl, "wrappers": ["input_mutation"], "shrink_seconds": 2.0}
+    kw = {"impl": impl, "wrappers": ("input_mutation",), "shrink_seconds": 2.0}
     first, _ = _campaign(tmp_path, 30, **kw)
     before = _counts(tmp_path / "corpus")
     assert before
@@ -133,7 +134,7 @@ def test_a_case_that_kills_its_worker_is_a_reduced_finding_and_the_run_goes_on(
         tmp_path,
         40,
         impl="tests.campaign.impls:module_segfaults",
-        wrappers=["module", "input_mutation"],
+        wrappers=("module", "input_mutation"),
         workers=1,
     )
     assert took <= 40 + GRACE + 5
@@ -158,7 +159,7 @@ def test_a_hanging_case_is_killed_and_saved(tmp_path: Path) -> None:
         impl="tests.campaign.impls:float64_hangs",
         case_timeout=4.0,
         shrink_seconds=10.0,
-        wrappers=["input_mutation"],
+        wrappers=("input_mutation",),
     )
     assert took <= 30 + GRACE + 5
     hangs = _entries(tmp_path / "corpus", kind="hang")
@@ -168,7 +169,7 @@ def test_a_hanging_case_is_killed_and_saved(tmp_path: Path) -> None:
 
 
 def test_coverage_is_gathered_across_workers(tmp_path: Path) -> None:
-    result, _ = _campaign(tmp_path, 30, coverage=True, wrappers=["input_mutation"])
+    result, _ = _campaign(tmp_path, 30, coverage=True, wrappers=("input_mutation",))
     cov = result.summary["coverage"]  # type: ignore[attr-defined]
     names = {Path(f).name: v for f, v in cov["files"].items()}
     assert names["runtime_wrappers.py"]["lines"] > 10  # torch's wrappers ran in the workers

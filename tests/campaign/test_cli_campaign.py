@@ -161,12 +161,13 @@ def test_the_default_backend_is_a_mix_and_backend_pins_one(
     monkeypatch.setattr(run_cli, "run_and_summarise", lambda c: seen.append(c) or _Done())
     monkeypatch.setattr(run_cli, "check_device", lambda device: None)  # no GPU needed to parse
     assert main(["run", "--budget", "5s", "--corpus", str(tmp_path / "c"), *argv]) == 0
-    assert (seen[0].backend, seen[0].partner, seen[0].partner_share) == (backend, partner, share)
+    mix = seen[0].mix  # one object, checked whole, as the workers receive it
+    assert (mix.base, mix.partner, mix.share) == (backend, partner, share)
     assert seen[0].case_timeout == (180.0 if "cuda" in argv else 60.0)  # Triton compiles
 
 
 def test_a_backend_mix_must_mix() -> None:
-    from pyfy_fuzz.campaign.campaign import BackendMix
+    from pyfy_fuzz.campaign.config import BackendMix
 
     for bad in (("inductor", "inductor", 4), ("aot_eager", "inductor", 1), ("aot_eager", None, 4)):
         with pytest.raises(ValueError):
@@ -208,7 +209,7 @@ def test_config_pins_every_drawn_case() -> None:
     from hypothesis import strategies as st
 
     from generators import programs
-    from pyfy_fuzz.campaign.worker import _with_config
+    from pyfy_fuzz.campaign.explore import _with_config
 
     seen: list[tuple[str, ...]] = []
 

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from oracles.identity import PENDING
-from pyfy_fuzz.campaign.campaign import MAX_SHRINKS_PER_COARSE, Campaign, CampaignConfig
+from pyfy_fuzz.campaign.campaign import Campaign
+from pyfy_fuzz.campaign.config import CampaignConfig
+from pyfy_fuzz.campaign.novelty import MAX_SHRINKS_PER_COARSE
 from pyfy_fuzz.campaign.pool import Event
 from pyfy_fuzz.schema.messages import CaseOutcome, Done, Found, Known, Report, Shrunk
 from tests.findings import SIN, values_finding
@@ -25,7 +27,7 @@ def _f(*paths: str) -> dict[str, Any]:
 @pytest.fixture
 def campaign(tmp_path: Path) -> Any:
     c = Campaign(CampaignConfig(budget_s=60, corpus=tmp_path / "corpus", progress="quiet"))
-    c._repro_checks.put(None)  # no standalone repro runs in a bookkeeping test
+    c.repros.close()  # no standalone repro runs in a bookkeeping test
     c.sent: list[tuple[Known, int | None]] = []  # type: ignore[misc]
     c.pool.broadcast = lambda command, exclude=None, only=None: c.sent.append(  # type: ignore[method-assign]
         (command, only)
@@ -67,13 +69,13 @@ def test_one_bug_is_shrunk_once_and_its_sightings_count_for_it(campaign: Any) ->
     # Without runtime/a it is not covered: shrunk again, saved as a second entry.
     other = _f("runtime/c", "runtime/d")
     _done(campaign, other)
-    assert campaign.known.match(other) is None
+    assert campaign.novelty.known.match(other) is None
     _found(campaign, 1, other)
     _shrunk(campaign, 1, _f("runtime/c"))
     assert len(campaign.stats.new) == 2 == MAX_SHRINKS_PER_COARSE
     # Shrunk twice: from now on the coarse key is known, whatever the paths.
     third = _f("runtime/z")
-    hit = campaign.known.match(third)
+    hit = campaign.novelty.known.match(third)
     assert hit is not None and hit.signature in campaign.stats.new
 
 
@@ -105,7 +107,7 @@ def test_a_shrink_the_budget_cut_short_is_saved_not_dropped(campaign: Any) -> No
     cut = _f("runtime/a")
     _found(campaign, 0, cut)
     _done(campaign, _f("runtime/a", "runtime/b"))  # a sighting while it was being shrunk
-    campaign._finish_interrupted()
+    campaign.novelty.finish_interrupted()
     assert list(campaign.stats.new) == [cut["signature"]] and not campaign.stats.pending
     case = campaign.corpus.entries[cut["signature"]].case
     assert case["shrink"]["interrupted"] and case["count"] == 2
@@ -127,18 +129,18 @@ def test_a_new_entry_with_more_paths_than_an_older_one_is_named_a_fold_candidate
     GPU corpus merged in) names the pair in its summary; it folds nothing itself."""
     corpus = tmp_path / "corpus"
     first = Campaign(CampaignConfig(budget_s=60, corpus=corpus, progress="quiet"))
-    first._repro_checks.put(None)
+    first.repros.close()
     general = _f("runtime/b")
     _found(first, 0, general)
     _shrunk(first, 0, general)
     second = Campaign(CampaignConfig(budget_s=60, corpus=corpus, progress="quiet"))
-    second._repro_checks.put(None)
+    second.repros.close()
     second.pool.broadcast = lambda *a, **k: None  # type: ignore[method-assign]
     bigger = _f("runtime/a", "runtime/b")
-    second.known.table.clear()  # KnownBugs.match would have taken it: as if not yet known
+    second.novelty.known.table.clear()  # KnownBugs.match would have taken it: as if not yet known
     _found(second, 0, bigger)
     _shrunk(second, 0, bigger)
-    second._fold_candidates()
+    second.novelty.fold_candidates()
     assert list(second.stats.new) == [bigger["signature"]]
     assert second.summary()["fold_candidates"] == [[bigger["signature"], general["signature"]]]
     assert (corpus / bigger["signature"]).is_dir() and (corpus / general["signature"]).is_dir()

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-import pyfy_fuzz.campaign.campaign as campaign_module
-from pyfy_fuzz.campaign.campaign import Campaign, CampaignConfig
+import pyfy_fuzz.campaign.saving as saving_module
+from pyfy_fuzz.campaign.campaign import Campaign
+from pyfy_fuzz.campaign.config import CampaignConfig
 from pyfy_fuzz.campaign.pool import Event, mp_context
 from pyfy_fuzz.corpus.repro import NOT_RUN
 from pyfy_fuzz.corpus.store import Corpus
@@ -35,7 +36,7 @@ def _alive(pid: int) -> bool:
 
 def _slow_repros(monkeypatch: pytest.MonkeyPatch, pids: Path) -> None:
     """Every saved repro.py first sleeps SLEEP_S (an Inductor compile), noting its pid."""
-    real = campaign_module.entry_files
+    real = saving_module.entry_files
 
     def slow(case: dict[str, Any], **kw: Any) -> dict[str, str]:
         files = real(case, **kw)
@@ -43,7 +44,7 @@ def _slow_repros(monkeypatch: pytest.MonkeyPatch, pids: Path) -> None:
         files["repro.py"] = f"{head}time.sleep({SLEEP_S})\n" + files["repro.py"]
         return files
 
-    monkeypatch.setattr(campaign_module, "entry_files", slow)
+    monkeypatch.setattr(saving_module, "entry_files", slow)
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
@@ -110,8 +111,8 @@ def test_a_repro_check_skips_an_entry_gone_since_it_was_queued(
     import pyfy_fuzz.corpus.repro as repro_module
 
     c = Campaign(CampaignConfig(budget_s=60, corpus=tmp_path / "corpus", progress="quiet"))
-    c._repro_checks.put(None)  # the campaign's own checker thread ends: this test is the one
-    c._repro_checker.join()
+    c.repros.close()  # the campaign's own checker thread ends: this test is the one
+    c.repros.thread.join()
     checked: list[Path] = []
 
     def fake_check(path: Path, **kw: Any) -> tuple[int, str]:
@@ -121,8 +122,8 @@ def test_a_repro_check_skips_an_entry_gone_since_it_was_queued(
     monkeypatch.setattr(repro_module, "check_repro", fake_check)
     here = tmp_path / "corpus" / "here"
     here.mkdir(parents=True)
-    c._repro_checks.put(("sig-gone", "crash", tmp_path / "corpus" / "gone"))
-    c._repro_checks.put(("sig-here", "crash", here))
-    c._repro_checks.put(None)
-    c._check_repros()
+    c.repros.put("sig-gone", "crash", tmp_path / "corpus" / "gone")
+    c.repros.put("sig-here", "crash", here)
+    c.repros.close()
+    c.repros.run()
     assert checked == [here]

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
+import pyfy_fuzz.campaign.explore as explore
 import pyfy_fuzz.campaign.worker as worker
 from generators import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
+from pyfy_fuzz.campaign.config import WorkerConfig, serve_only
 from pyfy_fuzz.case.subjects import BundledPythonify
 from pyfy_fuzz.schema.messages import Broken, CaseOutcome, Done, Note, Serve
 
@@ -36,9 +38,9 @@ def _run(monkeypatch: pytest.MonkeyPatch, canary_fails: bool, tmp: str) -> CaseO
         monkeypatch.setattr(worker, "canary", lambda device: ("RuntimeError", TLS))
     monkeypatch.setattr(worker, "run_case", _raises)
     a, b = Pipe()
-    ch = worker._Channel(a)
-    config = worker.WorkerConfig(slot=0, workdir=tmp)
-    out = worker._run(ch, config, BundledPythonify(), SPEC)
+    ch = worker.Channel(a)
+    config = WorkerConfig(serve_only(), slot=0, workdir=tmp)
+    out = worker.run_one(ch, config, BundledPythonify(), SPEC)
     while b.poll():
         b.recv()
     return out
@@ -64,7 +66,7 @@ def test_a_broken_process_is_poisoned_not_a_finding(
 def _broken_run(outcome: CaseOutcome) -> Any:
     """A `_run` whose case left the process broken (as the real one says: ch.broken)."""
 
-    def run(ch: worker._Channel, *a: Any, **kw: Any) -> CaseOutcome:
+    def run(ch: worker.Channel, *a: Any, **kw: Any) -> CaseOutcome:
         ch.broken = outcome.broken
         return outcome
 
@@ -77,11 +79,11 @@ def test_a_serve_worker_leaves_after_a_poisoned_case(
     from pyfy_fuzz.schema.messages import RunJob, Stop
 
     outcome = CaseOutcome("poisoned", SPEC.family, reason=BROKEN.describe(), broken=BROKEN)
-    monkeypatch.setattr(worker, "_run", _broken_run(outcome))
+    monkeypatch.setattr(worker, "run_one", _broken_run(outcome))
     a, b = Pipe()
     b.send(RunJob(1, SPEC.to_json()))
     b.send(Stop())
-    why = worker._serve(worker._Channel(a), worker.WorkerConfig(slot=0), BundledPythonify())
+    why = worker._serve(worker.Channel(a), WorkerConfig(serve_only(), slot=0), BundledPythonify())
     assert why.startswith("recycled: the canary fails") and TLS in why
     sent = []
     while b.poll():
@@ -97,13 +99,14 @@ def test_an_exploring_worker_stops_after_a_poisoned_case(monkeypatch: pytest.Mon
     import time
 
     outcome = CaseOutcome("poisoned", SPEC.family, reason=BROKEN.describe(), broken=BROKEN)
-    monkeypatch.setattr(worker, "_run", _broken_run(outcome))
+    monkeypatch.setattr(explore, "run_one", _broken_run(outcome))
     a, b = Pipe()
-    explorer = worker._Explorer(
-        worker._Channel(a), worker.WorkerConfig(slot=0), BundledPythonify(), time.monotonic() + 60
+    config = WorkerConfig(serve_only(), slot=0)
+    explorer = explore._Explorer(
+        worker.Channel(a), config, BundledPythonify(), time.monotonic() + 60
     )
-    explorer.run = worker._Run()
-    with pytest.raises(worker._Stop):
+    explorer.run = explore._Run()
+    with pytest.raises(explore._Stop):
         explorer.one(SPEC)
     assert (explorer.run.recycle or "").startswith("recycled: the canary fails")
     sent = []

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from generators import ProgramSpec, RootSpec
+from pyfy_fuzz.campaign.config import WorkerConfig, serve_only
 from pyfy_fuzz.campaign.pool import Died, Pool
-from pyfy_fuzz.campaign.worker import WorkerConfig
 from pyfy_fuzz.schema.messages import Avoid, Bye, Done, Known, Serve
 from tests.findings import SIN
 
@@ -22,7 +22,10 @@ def _pool(tmp_path: Path, n: int = 1) -> Pool:
     def config(slot: int) -> WorkerConfig:
         (tmp_path / str(slot)).mkdir(exist_ok=True)
         return WorkerConfig(
-            slot=slot, workdir=str(tmp_path / str(slot)), log_path=str(tmp_path / f"w{slot}.log")
+            serve_only(),
+            slot=slot,
+            workdir=str(tmp_path / str(slot)),
+            log_path=str(tmp_path / f"w{slot}.log"),
         )
 
     return Pool(n, config, case_timeout=60)

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from pyfy_fuzz.campaign.campaign import Campaign, CampaignConfig
+from pyfy_fuzz.campaign.campaign import Campaign
+from pyfy_fuzz.campaign.config import CampaignConfig
 from pyfy_fuzz.campaign.pool import Event
 from pyfy_fuzz.corpus.store import Corpus
 from pyfy_fuzz.schema.messages import CaseOutcome, Done, Found, Shrunk
@@ -29,7 +30,8 @@ BUDGET = 120.0
 SHARD = """
 import sys, time
 from pathlib import Path
-from pyfy_fuzz.campaign.campaign import CampaignConfig, run_campaign
+from pyfy_fuzz.campaign.campaign import run_campaign
+from pyfy_fuzz.campaign.config import CampaignConfig
 
 k, tmp = int(sys.argv[1]), Path(sys.argv[2])
 (tmp / f"ready{k}").write_text("")
@@ -41,7 +43,7 @@ config = CampaignConfig(
     shard=(k, 2),
     seed=3,
     impl="tests.campaign.impls:always_raises",
-    wrappers=["input_mutation"],
+    wrappers=("input_mutation",),
     workers=1,
     shrink_seconds=2.0,
     stop_on_subject="pythonify",
@@ -54,7 +56,7 @@ sys.exit(run_campaign(config).exit_code)
 
 def _shard(corpus: Path, k: int) -> Campaign:
     c = Campaign(CampaignConfig(budget_s=60, corpus=corpus, shard=(k, 2), progress="quiet"))
-    c._repro_checks.put(None)  # no standalone repro runs in a bookkeeping test
+    c.repros.close()  # no standalone repro runs in a bookkeeping test
     c.pool.broadcast = lambda *a, **kw: None  # type: ignore[method-assign]
     return c
 
@@ -85,11 +87,11 @@ def test_a_shard_that_shrank_a_bug_another_saved_meanwhile_counts_it_as_known(
     # before any of its workers shrinks it.
     other = values_finding(oracle="seq_nr")
     _shrink(first, other)
-    second._rescan()
+    second.novelty.rescan()
     seen = Done(CaseOutcome("ok", "x", findings=(other,)), SIN.to_json())
     second._handle(Event(0, seen), running=True)
     assert second.stats.known_seen[other["signature"]] == 1 and not second.stats.pending
-    second._flush_counts()
+    second.saving.flush_counts()
     assert Corpus.open(tmp_path / "c").entries[other["signature"]].case["count"] == 2
 
 
