@@ -14,7 +14,14 @@ from pathlib import Path
 
 from pyfy_fuzz.cli.common import Commands, check_device, check_json_path, cli_error, worker_count
 
-__all__ = ["register", "cmd_bench"]
+__all__ = [
+    "register",
+    "cmd_bench",
+    "POSITION",
+]
+
+# Where `pyfy-fuzz --help` lists the command (Note [Commands] in cli/__init__.py).
+POSITION = 5
 
 
 _BACKENDS = ("aot_eager", "inductor")

@@ -8,7 +8,14 @@ from pathlib import Path
 
 from pyfy_fuzz.cli.common import Commands, check_device, cli_error, worker_count
 
-__all__ = ["register", "cmd_migrate"]
+__all__ = [
+    "register",
+    "cmd_migrate",
+    "POSITION",
+]
+
+# Where `pyfy-fuzz --help` lists the command (Note [Commands] in cli/__init__.py).
+POSITION = 3
 
 
 def register(commands: Commands) -> None:

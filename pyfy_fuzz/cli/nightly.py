@@ -16,7 +16,15 @@ from pyfy_fuzz.cli.common import (
 )
 from pyfy_fuzz.cli.run import run_and_summarise
 
-__all__ = ["NIGHTS_IN_REPORT", "register", "cmd_nightly"]
+__all__ = [
+    "NIGHTS_IN_REPORT",
+    "register",
+    "cmd_nightly",
+    "POSITION",
+]
+
+# Where `pyfy-fuzz --help` lists the command (Note [Commands] in cli/__init__.py).
+POSITION = 6
 
 
 NIGHTS_IN_REPORT = 30  # run summaries (newest) that the nightly table spans

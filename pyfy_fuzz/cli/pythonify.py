@@ -14,7 +14,14 @@ from typing import Any
 
 from pyfy_fuzz.cli.common import CliError, Commands
 
-__all__ = ["register", "cmd_pythonify"]
+__all__ = [
+    "register",
+    "cmd_pythonify",
+    "POSITION",
+]
+
+# Where `pyfy-fuzz --help` lists the command (Note [Commands] in cli/__init__.py).
+POSITION = 8
 
 
 def register(commands: Commands) -> None:

@@ -17,7 +17,14 @@ from pyfy_fuzz.cli.common import (
     worker_count,
 )
 
-__all__ = ["register", "cmd_replay"]
+__all__ = [
+    "register",
+    "cmd_replay",
+    "POSITION",
+]
+
+# Where `pyfy-fuzz --help` lists the command (Note [Commands] in cli/__init__.py).
+POSITION = 1
 
 
 def register(commands: Commands) -> None:

@@ -8,7 +8,14 @@ from pathlib import Path
 
 from pyfy_fuzz.cli.common import Commands, check_out_dir, cli_error, load_history, warn
 
-__all__ = ["register", "cmd_report"]
+__all__ = [
+    "register",
+    "cmd_report",
+    "POSITION",
+]
+
+# Where `pyfy-fuzz --help` lists the command (Note [Commands] in cli/__init__.py).
+POSITION = 4
 
 
 def register(commands: Commands) -> None:

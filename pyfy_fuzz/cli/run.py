@@ -35,7 +35,11 @@ __all__ = [
     "register",
     "repro_line",
     "run_and_summarise",
+    "POSITION",
 ]
+
+# Where `pyfy-fuzz --help` lists the command (Note [Commands] in cli/__init__.py).
+POSITION = 0
 
 
 ORACLE_WIDTH = 12

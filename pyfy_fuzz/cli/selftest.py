@@ -10,7 +10,14 @@ from typing import Any
 
 from pyfy_fuzz.cli.common import Commands, check_json_path, cli_error, worker_count
 
-__all__ = ["register", "cmd_selftest"]
+__all__ = [
+    "register",
+    "cmd_selftest",
+    "POSITION",
+]
+
+# Where `pyfy-fuzz --help` lists the command (Note [Commands] in cli/__init__.py).
+POSITION = 7
 
 
 def register(commands: Commands) -> None:

@@ -15,7 +15,14 @@ if TYPE_CHECKING:  # imported where used: the CLI starts without the corpus laye
     from pyfy_fuzz.corpus.releases import Interpreter
     from pyfy_fuzz.corpus.store import Entry
 
-__all__ = ["register", "cmd_versions"]
+__all__ = [
+    "register",
+    "cmd_versions",
+    "POSITION",
+]
+
+# Where `pyfy-fuzz --help` lists the command (Note [Commands] in cli/__init__.py).
+POSITION = 2
 
 
 def register(commands: Commands) -> None:
