@@ -47,9 +47,7 @@ def programs(
 ) -> st.SearchStrategy[ProgramSpec]:
     """Programs from the given families (all by default), each family drawn with equal odds.
 
-    `wrappers` names families from `FAMILIES` (dedupe, synthetic_base, input_mutation,
-    output_aliasing, subclass, effects, rng, autograd_function, module, cudagraph,
-    later_aliasing).
+    `wrappers` names families from `FAMILIES` ({families}).
     Examples shrink as each family shrinks; Hypothesis rarely moves a failing example to
     another family, and prefers fewer choices (e.g. no backward) over family order.
     """
@@ -90,6 +88,10 @@ def _factory(name: str) -> FamilyFactory:
         + "\n\nExamples shrink as `programs()` does, keeping the forced structure."
     )
     return factory
+
+
+# The family list in programs()'s docstring is read off the declarations.
+programs.__doc__ = (programs.__doc__ or "").replace("{families}", ", ".join(FAMILIES))
 
 
 # One factory per declared family (tests/generators/test_public.py checks that none is missing).
