@@ -19,6 +19,7 @@ from pyfy_fuzz.schema.messages import FindingDict
 
 __all__ = [
     "NewFinding",
+    "Reduced",
     "Stats",
     "size_of",
 ]
@@ -97,3 +98,13 @@ class Stats:
     def exploring_fraction(self) -> float:
         """The share of cases spent exploring (not shrinking a finding)."""
         return (self.cases - self.shrink_cases) / self.cases if self.cases else 1.0
+
+
+@dataclass(frozen=True)
+class Reduced:
+    """A reduction's end: the smallest spec that still failed the same way."""
+
+    signature: str  # the entry's
+    spec: str  # ProgramSpec JSON
+    info: dict[str, Any]  # case.json's "shrink": by, cases, seconds, stopped
+    staging: Path | None  # the best candidate's canary-job run (its files), or None

@@ -30,7 +30,7 @@ from typing import Any
 from generators import ProgramSpec
 from oracles import Finding
 from oracles.finding import as_kind, as_subject
-from pyfy_fuzz.campaign.books import NewFinding, Stats
+from pyfy_fuzz.campaign.books import NewFinding, Reduced, Stats
 from pyfy_fuzz.campaign.budget import Deadline
 from pyfy_fuzz.campaign.pool import Pool
 from pyfy_fuzz.campaign.saving import discard
@@ -42,7 +42,6 @@ from pyfy_fuzz.schema.messages import Broken, Died, Done, FindingDict
 __all__ = [
     "Breaker",
     "Hunted",
-    "Reduced",
     "Reductions",
     "UNCHECKED_CASES",
     "broke",
@@ -53,16 +52,6 @@ __all__ = [
 # At most this many of a slot's cases since its last passing canary are kept for a hunt (Note
 # [A broken process] in worker.py): the canary runs after every case, so a hunt has one.
 UNCHECKED_CASES = 8
-
-
-@dataclass(frozen=True)
-class Reduced:
-    """A reduction's end: the smallest spec that still failed the same way."""
-
-    signature: str  # the entry's
-    spec: str  # ProgramSpec JSON
-    info: dict[str, Any]  # case.json's "shrink": by, cases, seconds, stopped
-    staging: Path | None  # the best candidate's canary-job run (its files), or None
 
 
 @dataclass(frozen=True)

@@ -14,21 +14,18 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from oracles import Finding
 from oracles.finding import as_subject
 from pyfy_fuzz import __version__
-from pyfy_fuzz.campaign.books import NewFinding, Stats, size_of
+from pyfy_fuzz.campaign.books import NewFinding, Reduced, Stats, size_of
 from pyfy_fuzz.campaign.config import CampaignConfig
 from pyfy_fuzz.campaign.repro_checks import ReproChecks
 from pyfy_fuzz.corpus.entry import derived_fields, entry_files
 from pyfy_fuzz.corpus.store import Corpus, environment, now_iso
 from pyfy_fuzz.schema.case import BUG_IN, OPTIONAL_FIELDS, BugIn, CaseRecord
 from pyfy_fuzz.schema.case import FORMAT as CASE_FORMAT
-
-if TYPE_CHECKING:
-    from pyfy_fuzz.campaign.reductions import Reduced
 
 __all__ = [
     "Saving",
