@@ -10,7 +10,7 @@ from __future__ import annotations
 from ._render_body import DTYPE_BY_NAME, ints_literal, view_expr
 from ._spec import InputSpec, ProgramSpec, RootSpec
 
-__all__ = ["make_inputs_source"]
+__all__ = ["aliasing_variant", "make_inputs_source"]
 
 
 def _root_expr(k: int, r: RootSpec) -> str:
@@ -43,6 +43,28 @@ def _input_expr(i: int, inp: InputSpec) -> str:
     raise ValueError(f"unknown input kind {inp.kind!r}")
 
 
+def aliasing_variant(spec: ProgramSpec) -> tuple[tuple[int, ...], tuple[int, int] | None]:
+    """What the "aliasing" relationship does to `spec`'s arguments: (the aliased arguments,
+    which become copies that share nothing; or, without any, the (first, last) tensor
+    arguments of which the last becomes the first again -- two with identical roots where
+    there are, so only the aliasing guards can tell -- or None). The program's make_inputs
+    and a repro.py both read it, so the two cannot disagree."""
+    aliased = tuple(
+        i for i, inp in enumerate(spec.inputs) if inp.kind in ("view", "dup", "set_shared")
+    )
+    tensors = [i for i, inp in enumerate(spec.inputs) if inp.kind != "int"]
+    if aliased or len(tensors) < 2:
+        return aliased, None
+    plain = [i for i in tensors if spec.inputs[i].kind == "root"]
+    twins = [
+        (i, j)
+        for i in plain
+        for j in plain
+        if i < j and spec.roots[spec.inputs[i].root] == spec.roots[spec.inputs[j].root]
+    ]
+    return aliased, twins[0] if twins else (tensors[0], tensors[-1])
+
+
 def make_inputs_source(spec: ProgramSpec) -> str:
     lines = [
         "_LAST_ARGS = []",
@@ -59,27 +81,15 @@ def make_inputs_source(spec: ProgramSpec) -> str:
     lines += [f"    {_input_expr(i, inp)}" for i, inp in enumerate(spec.inputs)]
     names = ", ".join(f"a{i}" for i in range(len(spec.inputs)))
     lines.append(f"    args = ({names}{',' if len(spec.inputs) == 1 else ''})")
-    aliased = [i for i, inp in enumerate(spec.inputs) if inp.kind in ("view", "dup", "set_shared")]
-    tensor_ins = [i for i, inp in enumerate(spec.inputs) if inp.kind != "int"]
+    aliased, twin = aliasing_variant(spec)
     lines.append('    if variant and "aliasing" in variant.split("+"):')
     if aliased:
         lines.append(
-            f"        args = tuple(_unalias(a) if i in {tuple(aliased)!r} else a"
+            f"        args = tuple(_unalias(a) if i in {aliased!r} else a"
             " for i, a in enumerate(args))"
         )
-    elif len(tensor_ins) >= 2:
-        first, last = tensor_ins[0], tensor_ins[-1]
-        # Prefer two inputs with identical roots (a twin): passed as one tensor, only the
-        # aliasing guards can tell.
-        plain = [i for i in tensor_ins if spec.inputs[i].kind == "root"]
-        twins = [
-            (i, j)
-            for i in plain
-            for j in plain
-            if i < j and spec.roots[spec.inputs[i].root] == spec.roots[spec.inputs[j].root]
-        ]
-        if twins:
-            first, last = twins[0]
+    elif twin is not None:
+        first, last = twin
         lines.append(
             f"        args = tuple(args[{first}] if i == {last} else a for i, a in enumerate(args))"
         )

@@ -15,6 +15,7 @@ from ._relations import RELATE_FUNCTIONS, RELATE_TOKENS, variant_context
 from ._render import HOOKS, MIRROR, module_init, render, uses_effect_op
 from ._render_body import DTYPE_BY_NAME, ints_literal, out_expr, stmt_lines, view_expr
 from ._render_function import function_source
+from ._render_inputs import aliasing_variant
 from ._saved_hooks import saved_hooks_source
 from ._variants import effective_variant, variant_changes
 
@@ -25,6 +26,7 @@ __all__ = [
     "MIRROR",
     "RELATE_FUNCTIONS",
     "RELATE_TOKENS",
+    "aliasing_variant",
     "effective_variant",
     "function_source",
     "ints_literal",

@@ -18,6 +18,7 @@ from generators.source import (
     DTYPE_BY_NAME,
     RELATE_FUNCTIONS,
     RELATE_TOKENS,
+    aliasing_variant,
     ints_literal,
     view_expr,
 )
@@ -155,7 +156,7 @@ def _root_lines(r: RootSpec, name: str, device: str, variant: str | None) -> lis
 def _unaliased(spec: ProgramSpec) -> list[str]:
     """The aliasing variant (generators' make_inputs): aliased arguments become copies that
     share nothing; without any, the last tensor argument is the first one again (a twin)."""
-    aliased = [i for i, inp in enumerate(spec.inputs) if inp.kind in ("view", "dup", "set_shared")]
+    aliased, twin = aliasing_variant(spec)
     if aliased:
         return [
             f"a{i} = a{i}.detach().clone()"
@@ -163,19 +164,9 @@ def _unaliased(spec: ProgramSpec) -> list[str]:
             + "  # shares nothing now"
             for i in aliased
         ]
-    tensors = [i for i, inp in enumerate(spec.inputs) if inp.kind != "int"]
-    if len(tensors) < 2:
+    if twin is None:
         return []
-    first, last = tensors[0], tensors[-1]
-    plain = [i for i in tensors if spec.inputs[i].kind == "root"]
-    twins = [
-        (i, j)
-        for i in plain
-        for j in plain
-        if i < j and spec.roots[spec.inputs[i].root] == spec.roots[spec.inputs[j].root]
-    ]
-    if twins:
-        first, last = twins[0]
+    first, last = twin
     return [f"a{last} = a{first}  # one tensor passed twice"]
 
 
