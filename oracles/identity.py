@@ -81,6 +81,13 @@ _SIZE_EXPR = re.compile(r"\(?\bN\b\)?(?:\s*(?:\*\*|//|[*+/-])\s*\(?\bN\b\)?)+")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(\.\d+)?(e-?\d+)?(?![\w])")
 _NUM_LIST = re.compile(r"[\[(]\s*(?:N\s*,\s*)*N?\s*,?\s*[\])]")
 _SPACES = re.compile(r"\s+")
+# Note [Where the recursion limit is met]
+# Python says where the limit was hit -- "maximum recursion depth exceeded" alone, "... while
+# calling a Python object", "... in comparison", "... while getting the repr of an object" --
+# and where depends on the stack the process had when the bug recursed, not on the bug: the
+# 2.15 smoke campaign saved a RecursionError whose repro.py, run alone, met the limit at
+# another place and said "another error". One recursion bug is one message.
+_RECURSION = re.compile(r"^(maximum recursion depth exceeded)\b.*")
 # Dynamo re-raises an error of running a node on fake tensors as TorchRuntimeError(... got
 # RuntimeError('the real message')): the real message is the identity.
 _WRAPPED = re.compile(r"\bgot (\w+)\((['\"])(.*)")
@@ -101,6 +108,7 @@ def normalise_message(message: str) -> str:
     if m is not None:
         text = m.group(3).rstrip(")").rstrip(m.group(2))
     text = strip_type_prefix(text)
+    text = _RECURSION.sub(r"\1", text)  # Note [Where the recursion limit is met]
     cut = text.find(": ", _HEADLINE_MIN)
     if cut > 0:
         text = text[:cut]

@@ -131,6 +131,9 @@ def test_aspect_takes_out_indices_values_and_names(fields, aspect):
 
 def test_message_normalisation():
     n = normalise_message
+    # Note [Where the recursion limit is met]: one message wherever the limit was hit
+    for where in ("", " while calling a Python object", " in comparison"):
+        assert n(f"maximum recursion depth exceeded{where}") == "maximum recursion depth exceeded"
     assert n("shape '[2, 3]' is invalid for input of size 7") == n(
         "shape '[8]' is invalid for input of size 12"
     )
