@@ -26,6 +26,7 @@ import argparse
 import ast
 import statistics
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 PACKAGES = ("pyfy_fuzz", "generators", "oracles")
@@ -39,8 +40,10 @@ _MAY_IMPORT = {
 }
 
 
+@cache
 def _modules(root: Path) -> dict[str, tuple[Path, ast.Module]]:
-    """Dotted module name -> (path, parsed tree)."""
+    """Dotted module name -> (path, parsed tree); read and parsed once per tree (every measure
+    and rule walks them)."""
     out = {}
     for pkg in PACKAGES:
         for path in sorted((root / pkg).rglob("*.py")):

@@ -39,7 +39,9 @@ if TYPE_CHECKING:  # bound on first use (Note [The oracles load on first use])
 # check_all runs it: exceptions first, so a raising subject is judged before its values) and
 # `ATTRIBUTABLE` (Note [Whose bug]). Nothing lists them: `_oracles` finds them with pkgutil,
 # importing the package's public modules alphabetically, and orders them by POSITION.
-_PUBLIC = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name[0] == "_"))
+_PUBLIC = tuple(
+    sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+)
 
 
 @cache
@@ -53,9 +55,16 @@ def _registry() -> tuple[ModuleType, ...]:
     return tuple(found)
 
 
+@cache
 def _oracles() -> dict[str, Callable[[Evidence], list[Finding]]]:
     """NAME -> check of every oracle, in the order check_all runs them."""
     return {m.NAME: m.check for m in _registry()}
+
+
+@cache
+def _attributable() -> frozenset[str]:
+    """The NAMEs of the ATTRIBUTABLE oracles (Note [Whose bug])."""
+    return frozenset(m.NAME for m in _registry() if m.ATTRIBUTABLE)
 
 
 def __getattr__(name: str) -> Any:
@@ -91,8 +100,7 @@ def _torch_alone(ev: Evidence, oracle: str, f: Finding, same_oracle: list[Findin
     under this oracle, and the pythonified file, judged against eager as torch.compile is,
     agrees with eager. The file then differs from torch.compile only because it is right; the
     bug is reported once, against torch.compile, never as one of the generator's."""
-    attributable = {m.NAME for m in _registry() if m.ATTRIBUTABLE}
-    if f.subject != "pythonify" or oracle not in attributable or ev.pythonified is None:
+    if f.subject != "pythonify" or oracle not in _attributable() or ev.pythonified is None:
         return False
     if not any(g.subject == "torch.compile" for g in same_oracle):
         return False
