@@ -213,7 +213,9 @@ class Corpus:
             if not create:
                 raise CorpusError(f"corpus {root} does not exist")
             try:
-                root.mkdir(parents=True)
+                # exist_ok: two shards started on a new corpus race to create it (CI saw
+                # "File exists" from the second); the one that lost still opens it.
+                root.mkdir(parents=True, exist_ok=True)
             except OSError as e:
                 raise CorpusError(f"cannot create corpus {root}: {e.strerror or e}") from None
         corpus = Corpus(root)

@@ -158,6 +158,18 @@ def test_an_unusable_corpus_is_a_clear_error(tmp_path: Path) -> None:
         Corpus.open(blocked)
 
 
+def test_a_corpus_another_shard_created_a_moment_ago_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two shards started on a new corpus: both saw it missing, the other created it first.
+    root = tmp_path / "c"
+    root.mkdir()
+    real_exists = Path.exists
+    monkeypatch.setattr(Path, "exists", lambda p: False if p == root else real_exists(p))
+    corpus = Corpus.open(root)
+    assert corpus.root == root and corpus.entries == {}
+
+
 def test_atomic_write_leaves_the_old_file_when_writing_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
