@@ -66,6 +66,14 @@ class _Copier:
             return t
         if id(t) in self.by_id:
             return self.by_id[id(t)]
+        # Each copy is an inference tensor exactly where its original is (Note [Inference
+        # tensors among the inputs]).
+        with torch.inference_mode(bool(t.is_inference())):
+            new = self._fresh(t)
+        self.by_id[id(t)] = new
+        return new
+
+    def _fresh(self, t: torch.Tensor) -> torch.Tensor:
         if t._base is not None:  # a view (a subclass's too): a view of the copied base
             base = self.copy(t._base)
             new = base.as_strided(t.size(), t.stride(), t.storage_offset())
@@ -84,7 +92,6 @@ class _Copier:
                 setattr(new, mark, set(getattr(t, mark)))
         if getattr(t, "_has_dynamo_dim_marking", False):
             new._has_dynamo_dim_marking = True  # type: ignore[attr-defined]
-        self.by_id[id(t)] = new
         return new
 
 
@@ -95,9 +102,17 @@ def clone_preserving_aliasing(args: Any) -> Any:
     may be called under torch.no_grad() or torch.inference_mode(), as the compiled function
     will be (a drawn call-site configuration), and a copy made there would lose its
     requires_grad, or become an inference tensor, so the file would guard on the wrong
-    metadata. Copies are inference tensors only where every original is one."""
+    metadata. Copies are inference tensors exactly where the originals are.
+
+    Note [Inference tensors among the inputs]
+    Dynamo's TENSOR_MATCH guard holds each input's dispatch keys, and an inference tensor has
+    no autograd key, so whether an input is one is guarded per input. A region after a graph
+    break run under inference_mode takes normal tensors (the caller's arguments) beside
+    inference tensors (values the region before computed there). The copies once took one
+    mode for all -- inference only where every original was one -- so such a region was
+    captured for a normal tensor where the call passes an inference one, and the file refused
+    every real call where torch.compile ran (a PythonifyGuardError "compiled for a
+    non-inference tensor", found by issue 30's smoke campaigns)."""
     copier = _Copier()
-    tensors = [t for t in pytree.tree_leaves(args) if isinstance(t, torch.Tensor)]
-    inference = bool(tensors) and all(t.is_inference() for t in tensors)
-    with torch.inference_mode(inference), torch.enable_grad():
+    with torch.enable_grad():
         return pytree.tree_map(copier.copy, args)

@@ -217,3 +217,47 @@ def test_aliased_inputs_laid_out_otherwise_are_refused(tmp_path):
     )
     with pytest.raises(PythonifyGuardError, match="laid out otherwise"):
         mod.call(*shifted)
+
+
+def test_inference_and_normal_inputs_are_copied_each_as_it_is():
+    """Note [Inference tensors among the inputs]: a region after a graph break, run under
+    inference_mode, takes the caller's normal tensors beside inference tensors the region
+    before made; each copy must be what its original is."""
+    x = torch.randn(3, requires_grad=True).clone()
+    with torch.inference_mode():
+        made_there = x * 2
+        view = made_there[1:]
+        cx, cm, cv = clone_preserving_aliasing((x, made_there, view))
+    assert made_there.is_inference() and not x.is_inference()
+    assert not cx.is_inference() and cx.requires_grad and not cx.is_leaf
+    assert cm.is_inference() and cv.is_inference()
+    # an inference view records no _base; it shares the copied storage, as the original does
+    assert cv.untyped_storage()._cdata == cm.untyped_storage()._cdata
+    assert torch.equal(cm, made_there) and torch.equal(cv, view)
+
+
+def test_a_region_given_inference_tensors_by_the_one_before_runs(tmp_path):
+    """Found by issue 30's smoke campaigns (crash.PythonifyGuardError): an effects program
+    that breaks at print, called under inference_mode. The second region takes `a0` (normal)
+    and `v0` (made in inference mode by the first); the file guarded `v0` as a normal tensor
+    and refused the call torch.compile ran."""
+    from pyfy_fuzz.pythonify import load, pythonify
+
+    def f(a0):
+        v0 = a0 * 2
+        a0.mul_(2)
+        print("pyfy-fuzz graph break")
+        with torch.no_grad():
+            v1 = torch.maximum(a0, v0)
+        return v0, v1
+
+    def make():
+        return (torch.randn(3, 1, generator=torch.Generator().manual_seed(0)).requires_grad_() * 1,)
+
+    made = [make() for _ in range(3)]  # normal tensors: made outside, called inside
+    with torch.inference_mode():
+        res = pythonify(f, made[0], tmp_path / "p.py")
+        mod = load(res.path, bind=f)
+        got = mod.call(*made[1])
+        want = f(*made[2])
+    assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
