@@ -6,6 +6,7 @@ checked-in entry with this interpreter and with one that has no torch."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -112,6 +113,24 @@ def test_an_interpreter_without_torch_is_refused_in_one_line(tmp_path: Path) -> 
         pytest.skip("no interpreter without torch on this machine")
     with pytest.raises(InterpreterError, match="cannot import torch"):
         probe(bare)
+
+
+def test_an_interpreter_named_relatively_or_by_name_runs_repros_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Repros run in their entry's directory: `--python .venv/bin/python` (relative to where
+    the command was given) raised FileNotFoundError there, a traceback. It is named by its
+    absolute path, unresolved (a venv's python is a link); a bare name is looked up on PATH."""
+    exe = Path(sys.executable)
+    monkeypatch.chdir(exe.parent)
+    here = probe(f".{os.sep}{exe.name}")
+    assert here.python == str(exe.parent.absolute() / exe.name)
+    path, case = _entry(tmp_path, 1)
+    assert check_entry(path, case, here, timeout=120).verdict == "reproduces"
+    monkeypatch.setenv("PATH", str(exe.parent))
+    assert probe(exe.name).python == here.python
+    with pytest.raises(InterpreterError, match="no such interpreter"):
+        probe("no-such-python-here")
 
 
 def _python_without_torch() -> str | None:

@@ -30,6 +30,8 @@ local part, "2.15.0" for "2.15.0+cu132"):
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterable
@@ -230,9 +232,15 @@ _PROBE = (
 
 
 def probe(python: str, timeout: float = 300.0) -> Interpreter:
-    """The interpreter's torch, or InterpreterError saying in a line why it has none."""
-    if not Path(python).exists():
+    """The interpreter's torch, or InterpreterError saying in a line why it has none.
+
+    The interpreter is named by its absolute path (not resolved: a venv's python is a link
+    whose target lacks the venv): repros run in their entry's directory, where a relative
+    `.venv/bin/python` is not there (a traceback, before). A bare name is looked up on PATH."""
+    found = shutil.which(python) if os.sep not in python else python
+    if found is None or not Path(found).exists():
         raise InterpreterError(f"{python}: no such interpreter")
+    python = str(Path(found).absolute())
     try:
         done = subprocess.run(
             [python, "-c", _PROBE], capture_output=True, text=True, timeout=timeout, check=False
