@@ -34,7 +34,7 @@ from oracles.finding import CAMPAIGN_KINDS
 from pyfy_fuzz.campaign.replay import run_specs
 from pyfy_fuzz.corpus.entry import derived_fields, entry_files, readme_of
 from pyfy_fuzz.corpus.repro import check_repro, repro_record
-from pyfy_fuzz.corpus.store import CASE, FORMAT, OLD_FORMATS, Corpus, Entry
+from pyfy_fuzz.corpus.store import CASE, FORMAT, OLD_FORMATS, Corpus, Entry, free_name
 from pyfy_fuzz.corpus.trace import TRACE_DIR
 from pyfy_fuzz.schema.case import CaseError, CaseRecord
 from pyfy_fuzz.schema.messages import Died, Done
@@ -272,12 +272,6 @@ def _derived(case: dict[str, Any]) -> dict[str, Any]:
 def _retire(root: Path, path: Path) -> Path:
     """Move a migrated old entry under .migrated/ (kept, out of the corpus's way); where it
     went."""
-    aside = root / ".migrated"
-    aside.mkdir(exist_ok=True)
-    target = aside / path.name
-    n = 1
-    while target.exists():
-        target = aside / f"{path.name}.{n}"
-        n += 1
+    target = free_name(root / ".migrated", path.name)
     os.rename(path, target)
     return target

@@ -46,6 +46,7 @@ __all__ = [
     "OLD_FORMATS",
     "Problem",
     "environment",
+    "free_name",
     "now_iso",
     "staging_name",
 ]
@@ -68,6 +69,17 @@ class CorpusError(Exception):
 
 def now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def free_name(aside: Path, name: str) -> Path:
+    """Where an entry moved into the `aside` folder (.superseded/, .migrated/) goes: `name`, or
+    `name.1`, `name.2`, ... when an earlier one of that name is there (kept, never replaced)."""
+    aside.mkdir(exist_ok=True)
+    target, n = aside / name, 1
+    while target.exists():
+        target = aside / f"{name}.{n}"
+        n += 1
+    return target
 
 
 _ENVIRONMENT_LOCK = threading.Lock()
@@ -375,13 +387,7 @@ class Corpus:
 
     def retire(self, path: Path, why: str) -> Path:
         """Move an entry out of the corpus into .superseded/ (kept, with why in a note)."""
-        aside = self.root / ".superseded"
-        aside.mkdir(exist_ok=True)
-        target = aside / path.name
-        n = 1
-        while target.exists():
-            target = aside / f"{path.name}.{n}"
-            n += 1
+        target = free_name(self.root / ".superseded", path.name)
         with _Lock(self.root / f".lock-{path.name}"):
             if path.is_dir():
                 atomic_write(path / "SUPERSEDED", why + "\n")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from generators import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
-from pyfy_fuzz.corpus.store import CASE, FORMAT, Corpus, CorpusError, atomic_write
+from pyfy_fuzz.corpus.store import CASE, FORMAT, Corpus, CorpusError, atomic_write, free_name
 
 
 def _spec(n_stmts: int = 1) -> ProgramSpec:
@@ -168,6 +168,18 @@ def test_a_corpus_another_shard_created_a_moment_ago_opens(
     monkeypatch.setattr(Path, "exists", lambda p: False if p == root else real_exists(p))
     corpus = Corpus.open(root)
     assert corpus.root == root and corpus.entries == {}
+
+
+def test_an_entry_set_aside_twice_keeps_both(tmp_path: Path) -> None:
+    """.superseded/ and .migrated/ keep every entry moved there: a second of the same name
+    gets a numbered one, never the first's place."""
+    aside = tmp_path / ".superseded"
+    first = free_name(aside, "e")
+    assert first == aside / "e" and aside.is_dir() and not first.exists()
+    first.mkdir()
+    second = free_name(aside, "e")
+    second.mkdir()
+    assert second == aside / "e.1" and free_name(aside, "e") == aside / "e.2"
 
 
 def test_atomic_write_leaves_the_old_file_when_writing_fails(
