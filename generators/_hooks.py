@@ -1,10 +1,42 @@
 """The hooks a program registers (the hooks family's statements, the module's backward hooks,
-the plan's grad_fn_hooks knob), and the log they write.
+the plan's grad_fn_hooks knob), and the log they -- and its custom Functions' forward,
+setup_context and backward (generators/_render_function.py) -- write through `_log_call`.
 
 Real functions, emitted with `inspect.getsource` (`hooks_source`; Note [The emitted source is
 the imported source] in pyfy_fuzz/schema/sourcepin.py): every rendered program defines them,
 and a repro.py copies the ones its program registers (`generators.source.HOOKS`). pyfy-fuzz
-compares the log between subjects: which hooks ran, in which order, on what.
+compares the log between subjects: which user code ran, how often, in which order, and what
+torch handed it (oracles/user_code.py).
+
+Note [What user code receives]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Each entry of HOOK_LOG is `(callee, *received)`: the callee ("a", "node pre", "module",
+"Fn0.backward", ...) and, for every tensor-or-None argument torch passed it, None or
+`(shape, dtype, requires_grad, _version)` (`_version` None for an inference tensor, which has
+no counter). A hook runs as Python in every subject: eager's autograd engine, torch.compile's
+(a hook on an input is replayed after the graph; a logging hook is never drawn where Dynamo
+would trace it into the graph) and the pythonified file's.
+
+A custom Function's forward, setup_context and backward are different: where Dynamo compiles
+the Function into its graph, they run once, while traced, and the graph runs their ops from
+then on -- no Python of theirs runs per call. A log written there cannot be kept without
+changing what is compiled: Dynamo refuses a side effect inside the Function's subgraph ("HOP:
+Unsafe side effect", gb0067) and then runs the whole Function eagerly; an effectful custom op
+or a leaf function would put a node in the graph (effect tokens, another partition). So
+`_log_call` writes nothing while torch traces: under Dynamo
+`torch.compiler.is_dynamo_compiling()` is a constant True and the call folds away (the
+graphs are the ones compiled without it: tests/oracles/test_user_code.py), and the AOT
+front-end, which runs the Python on fake tensors, is seen by them. (`is_compiling()` would
+not do: it stays True while a compiled frame runs, so a Function applied eagerly between two
+graphs would log nothing either.)
+
+Where Dynamo graph-breaks at the apply (a tensor passed twice: `Fn.apply(x, x)`), the
+Function runs outside the graph, but Dynamo still compiles its forward frame on its own, so
+forward and setup_context log nothing; its backward runs in autograd's engine and logs. So
+under torch.compile a method's entries are absent from the log wherever Dynamo traced it, by
+design (oracles/by_design.py, `custom-function-compiled`, excused only where the method has
+no entry at all in that call); a method that runs is compared run by run, like a hook. The
+pythonified file runs the graphs of the compile it models, and is compared exactly.
 """
 
 from __future__ import annotations
@@ -24,6 +56,22 @@ __all__ = ["HOOK_FUNCTIONS", "HOOK_LOG", "RUNTIME", "hooks_source"]
 # The hooks that ran, in order (the program's own list; this one stays empty).
 HOOK_LOG: list[tuple[object, ...]] = []
 
+
+def _log_call(callee, *received):
+    """Log what torch handed user code (Note [What user code receives]); not while traced."""
+    if torch.compiler.is_dynamo_compiling():
+        return
+    fake = torch._subclasses.fake_tensor.is_fake  # the AOT front-end traces on fake tensors
+    if any(isinstance(v, torch.Tensor) and fake(v) for v in received):
+        return
+    HOOK_LOG.append((callee, *(None if v is None else _tensor_seen(v) for v in received)))
+
+
+def _tensor_seen(t):
+    version = None if t.is_inference() else t._version  # an inference tensor has no counter
+    return (tuple(t.shape), str(t.dtype), t.requires_grad, version)
+
+
 # register_hook's second argument (an index; none: 0) -> the hook: one that changes the
 # gradient, two that only log (their order is observed).
 HOOK_FUNCTIONS = ("_double_grad", "_log_grad_a", "_log_grad_b")
@@ -34,23 +82,23 @@ def _double_grad(grad):
 
 
 def _log_grad_a(grad):
-    HOOK_LOG.append(("a", tuple(grad.shape)))
+    _log_call("a", grad)
 
 
 def _log_grad_b(grad):
-    HOOK_LOG.append(("b", tuple(grad.shape)))
+    _log_call("b", grad)
 
 
 def _log_accumulated(param):
-    HOOK_LOG.append(("accumulated", tuple(param.grad.shape)))
+    _log_call("accumulated", param, param.grad)
 
 
 def _log_node_pre(grad_outputs):
-    HOOK_LOG.append(("node pre", len(grad_outputs)))
+    _log_call("node pre", *grad_outputs)
 
 
 def _log_node(grad_inputs, grad_outputs):
-    HOOK_LOG.append(("node", len(grad_inputs), len(grad_outputs)))
+    _log_call("node", *grad_inputs, *grad_outputs)
 
 
 def _hook_grad_fns(args):
@@ -62,17 +110,19 @@ def _hook_grad_fns(args):
 
 
 def _module_hook(module, grad_input, grad_output):
-    HOOK_LOG.append(("module", len(grad_input), len(grad_output)))
+    _log_call("module", *grad_input, *grad_output)
     return tuple(None if g is None else g * 3 for g in grad_input)
 
 
 def _module_pre_hook(module, grad_output):
-    HOOK_LOG.append(("module pre", len(grad_output)))
+    _log_call("module pre", *grad_output)
     return None
 
 
 # The hooks, in the order the program defines them (names: a helper may call another).
 RUNTIME = (
+    "_log_call",
+    "_tensor_seen",
     "_double_grad",
     "_log_grad_a",
     "_log_grad_b",

@@ -3,7 +3,9 @@
 Each backward is the exact derivative of its forward, so the gradients any subject computes
 can be compared with eager's. The class is written line by line from the spec's flags (style,
 body, arity, outputs, what the ctx does, what the backward does besides), for the program and
-for a repro.py alike (`generators.source`).
+for a repro.py alike (`generators.source`). Its forward, setup_context and backward each log
+what torch hands them first (`_log_call`, generators/_hooks.py; Note [What user code
+receives] there: nothing is logged while torch traces, so the compiled graphs are unchanged).
 """
 
 from __future__ import annotations
@@ -37,9 +39,9 @@ _FN2_GRAD = {"scale": ("g * 3", "g * 2"), "sin": ("g * x.cos() * w", "g * x.sin(
 def function_source(k: int, fn: FunctionSpec) -> str:
     """A custom autograd.Function whose backward is the exact derivative of its forward."""
     lines = [f"class Fn{k}(torch.autograd.Function):"]
-    lines += _ctx_forward(fn) if fn.style == "ctx" else _setup_context_forward(fn)
+    lines += _ctx_forward(k, fn) if fn.style == "ctx" else _setup_context_forward(k, fn)
     lines += ["", "    @staticmethod"]
-    lines += _backward(fn)
+    lines += _backward(k, fn)
     return "\n".join(lines)
 
 
@@ -73,9 +75,10 @@ def _ctx_calls(fn: FunctionSpec) -> list[str]:
     return ctx_lines
 
 
-def _ctx_forward(fn: FunctionSpec) -> list[str]:
+def _ctx_forward(k: int, fn: FunctionSpec) -> list[str]:
     """`forward(ctx, ...)`: the ctx style, which tells the ctx in the forward itself."""
     lines = ["    @staticmethod", f"    def forward(ctx, {_params(fn)}):"]
+    lines.append(f'        _log_call("Fn{k}.forward", {_params(fn)})')
     lines += _forward_body(fn)
     lines += [f"        {s}" for s in _ctx_calls(fn)]
     if fn.non_differentiable:
@@ -89,33 +92,35 @@ def _ctx_forward(fn: FunctionSpec) -> list[str]:
     return lines
 
 
-def _setup_context_forward(fn: FunctionSpec) -> list[str]:
+def _setup_context_forward(k: int, fn: FunctionSpec) -> list[str]:
     """`forward(...)` and `setup_context(ctx, inputs, output)`: the functorch style."""
     params, ctx_lines = _params(fn), _ctx_calls(fn)
+    outputs = "*output" if fn.two_outputs or fn.non_differentiable else "output"
     lines = ["    @staticmethod", f"    def forward({params}):"]
+    lines.append(f'        _log_call("Fn{k}.forward", {params})')
     lines += _forward_body(fn)
     lines.append(f"        return {_returned(fn)}")
     lines += [
         "",
         "    @staticmethod",
         "    def setup_context(ctx, inputs, output):",
+        f'        _log_call("Fn{k}.setup_context", *inputs, {outputs})',
         f"        ({params},) = inputs" if fn.arity != 2 else "        x, w = inputs",
     ]
     lines += [f"        {s}" for s in ctx_lines]
     if fn.non_differentiable:
         lines.append("        ctx.mark_non_differentiable(output[1])")
-    if not ctx_lines and not fn.non_differentiable:
-        lines.append("        pass")
     return lines
 
 
-def _backward(fn: FunctionSpec) -> list[str]:
+def _backward(k: int, fn: FunctionSpec) -> list[str]:
     """`backward`: the exact gradient, and what else the spec has it do (print, record,
     mutate a saved input)."""
     two = fn.arity == 2
     lines = ["    @once_differentiable"] if fn.once_differentiable else []
     bw_args = "ctx, g, g_extra" if fn.non_differentiable or fn.two_outputs else "ctx, g"
     lines.append(f"    def backward({bw_args}):")
+    lines.append(f'        _log_call("Fn{k}.backward", {bw_args[5:]})')
     if fn.backward_print:
         lines.append('        torch.ops.aten._print("pyfy-fuzz backward")')
     if fn.two_outputs:  # y * 2: its gradient reaches the input twice over

@@ -213,6 +213,31 @@ BY_DESIGN: tuple[ByDesign, ...] = (
         "with the AOT front-end (aot_function, the only way to reach AOTDedupeWrapper), a "
         "function that returns a tuple gives a list",
         "aot_function returns its flat outputs as a list (torch 2.13); the leaves are still "
+    ByDesign(
+        "custom-function-compiled",
+        "user_code",
+        "a custom autograd.Function's method (forward, setup_context, backward) logs nothing "
+        "under torch.compile, where eager's log has it per call",
+        "Dynamo traces the Function into the graph (autograd_function_apply) and AOTAutograd "
+        "its backward into the compiled backward, or -- after a graph break at the apply -- "
+        "compiles the forward's frame on its own: the Python runs once, while traced, and "
+        "graphs run its ops from then on. The log is not written while torch traces (Note "
+        "[What user code receives] in generators/_hooks.py: a side effect there would make "
+        "Dynamo run the Function eagerly). Excused only where torch.compile's log has no "
+        "entry of that method in the call at all; a method that runs is compared run by run, "
+        "and the pythonified file, which runs the same graphs as its reference, always is.",
+    ),
+    ByDesign(
+        "user-code-version",
+        "user_code",
+        "a tensor torch hands to a hook or a custom Function (a gradient, an argument) has "
+        "another _version than eager's",
+        "a version counter counts in-place writes, and torch.compile makes tensors with other "
+        "writes than eager's: a gradient comes out of the compiled backward (a fresh buffer, "
+        "or summed in place), an argument mutated by the compiled region is written back with "
+        "copy_ (version-counter-amount). Whether an argument is there, its shape, dtype and "
+        "requires_grad are compared; the pythonified file's counters are compared exactly.",
+    ),
         "compared one by one. torch.compile (Dynamo) keeps the tuple and is compared strictly.",
     ),
     ByDesign(

@@ -48,6 +48,7 @@ __all__ = [
     "severity_of",
     "strip_type_prefix",
     "title_of",
+    "user_code_phrase",
     "worst_difference",
 ]
 
@@ -223,6 +224,10 @@ _VALUE_PROPS = (
 )
 # ... and the loci whose every difference is one: whether backward ran, which hooks ran.
 _VALUE_WHOLE = ("backward", "hooks")
+# What user code torch calls is handed, where it is what the code computes with: whether it
+# ran, how many arguments, None or a tensor, its shape and dtype (requires_grad, the version
+# counter and the order are metadata).
+_USER_CODE_VALUES = ("runs", "arity", "presence", "shape", "dtype")
 
 
 def difference_severity(d: Difference) -> int:
@@ -232,6 +237,8 @@ def difference_severity(d: Difference) -> int:
     if d.locus == "seq_nr":
         return 4
     if d.locus in _VALUE_WHOLE or (d.locus in _VALUE_LOCI and d.prop in _VALUE_PROPS):
+        return 1
+    if d.locus == "user_code" and d.prop in _USER_CODE_VALUES:
         return 1
     return 3
 
@@ -280,6 +287,7 @@ _LOCUS_PHRASE = {
     "cudagraph_skip": "runs CUDA graphs where {ref} does not, or the reverse",
     "exception": "raises differently from {ref}",
     "guard": "lacks a guard {ref} has",
+    "user_code": "user code torch calls is handed or run otherwise than in {ref}",
 }
 _OUTPUT_FACT_WORDS = {
     "requires_grad": "requires_grad",
@@ -339,9 +347,60 @@ def title_of(
         )
     if worst is None:
         return f"{who}: differs from {ref} under the {oracle} oracle"
-    phrase = _LOCUS_PHRASE[worst.locus].format(what=_what(worst), ref=ref)
+    phrase = (
+        user_code_phrase(worst, ref)
+        if worst.locus == "user_code"
+        else _LOCUS_PHRASE[worst.locus].format(what=_what(worst), ref=ref)
+    )
     detail = f"{exc}: {message}" if exc and message else worst.aspect
     return f"{who}: {phrase}{where}" + (f" ({detail})" if detail else "")[:200]
+
+
+# A HOOK_LOG callee as a title names it (Fn<k>.<method> by its method).
+_CALLEE_WORDS = {
+    "a": "a tensor hook",
+    "b": "a tensor hook",
+    "accumulated": "a post-accumulate-grad hook",
+    "node pre": "a grad_fn pre-hook",
+    "node": "a grad_fn hook",
+    "module pre": "a module backward pre-hook",
+    "module": "a module backward hook",
+}
+
+
+def _callee_words(callee: str) -> str:
+    if callee.endswith(".*"):
+        return "a custom Function's methods"
+    if "." in callee:
+        return f"a custom Function's {callee.split('.', 1)[1]}"
+    return _CALLEE_WORDS.get(callee, "user code")
+
+
+def user_code_phrase(d: Difference, ref: str) -> str:
+    """What a user_code difference breaks, in words: "a tensor hook receives None where
+    eager passes a tensor", "a custom Function's backward runs more often than in eager"."""
+    who, p = _callee_words(d.name), d.prop
+    handed = "a gradient" if d.name.endswith(".backward") or "." not in d.name else "a tensor"
+    if p == "runs":
+        if not d.actual:
+            return f"{who} never runs where {ref} runs it"
+        if not d.expected:
+            return f"{who} runs where {ref} does not run it"
+        times = {2: "twice"}.get(d.actual, f"{d.actual} times")
+        return f"{who} runs {times} where {ref} runs it {d.expected} time(s)"
+    if p == "order":
+        return f"{who} run in another order than in {ref}"
+    if p == "arity":
+        return f"{who} receives another number of arguments than in {ref}"
+    if p == "presence":
+        if d.actual == "None":
+            return f"{who} receives None where {ref} passes {handed}"
+        return f"{who} receives {handed} where {ref} passes None"
+    if p == "requires_grad":
+        return (
+            f"{who} receives a tensor with requires_grad={d.actual} where {ref}'s is {d.expected}"
+        )
+    return f"{who} receives a tensor whose {p.replace('_', ' ')} differs from {ref}'s"
 
 
 def difference_of(finding: Mapping[str, Any]) -> str:

@@ -31,7 +31,16 @@ from generators.source import effective_variant
 from oracles.compare import bitwise_equal
 from pyfy_fuzz.case.probes import mutation_probe, saved_probe, version_probe
 from pyfy_fuzz.case.recording import Target, exc_obs, named_inputs, tensor_obs
-from pyfy_fuzz.schema.observation import AliasObs, CallObs, ExcObs, ProbeObs, SubjectObs, TensorObs
+from pyfy_fuzz.schema.observation import (
+    AliasObs,
+    CallObs,
+    ExcObs,
+    ProbeObs,
+    SubjectObs,
+    TensorObs,
+    UserCall,
+    is_function_callee,
+)
 
 __all__ = ["Target", "observe_call", "observe_subject"]
 
@@ -189,6 +198,7 @@ def observe_call(
         raised = exc_obs(exc, "backward" if "out" in box else "call")
         result = None
     torch.set_grad_enabled(True)
+    user_calls = _user_calls(log)
     out = box.get("out")
     leaves = pytree.tree_leaves(out) if "out" in box else []
     tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
@@ -201,7 +211,8 @@ def observe_call(
         inputs_after=[(n, tensor_obs(x)) for n, x in named],
         aliasing=_aliasing(tensors, named),
         leaves=tuple(leaf_names),
-        hooks=tuple(str(x) for x in log) if isinstance(log, list) else (),
+        hooks=tuple(c.callee for c in user_calls if not is_function_callee(c.callee)),
+        user_calls=user_calls,
         versions_moved=box.get("moved"),
         unchanged=box.get("unchanged"),
         saved_hooks=(
@@ -221,6 +232,27 @@ def observe_call(
             ),
         )
     return obs, leaves
+
+
+def _user_calls(log: Any) -> tuple[UserCall, ...]:
+    """The program's HOOK_LOG as records (Note [What user code receives] in
+    generators/_hooks.py): `(callee, *received)` entries, each received None or (shape,
+    dtype, requires_grad, version)."""
+    if not isinstance(log, list):
+        return ()
+    found = []
+    for entry in log:
+        callee, *received = entry
+        found.append(
+            UserCall(
+                str(callee),
+                tuple(
+                    None if r is None else (tuple(r[0]), str(r[1]), bool(r[2]), r[3])
+                    for r in received
+                ),
+            )
+        )
+    return tuple(found)
 
 
 def _state(t: torch.Tensor) -> tuple[Any, ...] | None:

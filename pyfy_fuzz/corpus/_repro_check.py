@@ -41,6 +41,7 @@ from typing import Any
 
 from generators.source import no_retain
 from pyfy_fuzz.schema.difference import PROBES, Difference, describe
+from pyfy_fuzz.schema.observation import PROMISED_PAIRS
 from pyfy_fuzz.schema.spec import OutSpec, ProgramSpec, variant_tokens
 
 
@@ -254,6 +255,8 @@ def _read_fact(spec: ProgramSpec, d: Difference) -> _Fact:  # noqa: C901 -- one 
         return _Fact("raises", label, "bumped_backward(out, args)")
     if loc == "input":
         return _tensor_fact(_named(d.name), f"input {d.name} after the call", d)
+    if loc == "user_code":
+        return _user_code_fact(d)
     if loc in ("grad", "grad2"):
         what = f"grad of {d.name}" + (" after the second backward" if loc == "grad2" else "")
         grad = _tensor_fact(f"{_named(d.name)}.grad", what, d)
@@ -284,9 +287,30 @@ def _whole_call_fact(loc: str) -> _Fact:
         label = "whether a packed tensor was never unpacked, or an unpack got what no pack made"
         fact = "[n > 0 for n in saved_hooks_summary()[1:]]"
         return _Fact("equal", label, fact, "first", before="SAVED_LOG.clear()")
-    if loc == "hooks":
-        return _Fact("equal", "the hooks that ran (any order)", "sorted(take_hook_log())", "first")
+    if loc == "hooks":  # by name; the custom Functions' entries are the user_code oracle's
+        fact = 'sorted(e[0] for e in take_hook_log() if "." not in e[0])'
+        return _Fact("equal", "the hooks that ran (any order)", fact, "first")
     raise ValueError(f"no repro check for a difference at {loc!r}")
+
+
+def _user_code_fact(d: Difference) -> _Fact:
+    """What a hook or custom Function method was handed, how often it ran, in which order
+    (oracles/user_code.py), read off the program's HOOK_LOG after the call and backward."""
+    name, p = d.name, d.prop
+    if p == "runs":
+        fact = f"[e[0] for e in take_hook_log()].count({name!r})"
+        return _Fact("equal", f"how often {name} runs", fact, "first")
+    if p == "order":
+        if name.endswith(".*"):
+            keep = f" if e[0].startswith({name[:-1]!r})"
+        elif name in PROMISED_PAIRS:
+            keep = f" if e[0] in {PROMISED_PAIRS[name]!r}"
+        else:
+            keep = ""
+        fact = f"[e[0] for e in take_hook_log(){keep}]"
+        return _Fact("equal", f"the order {name} runs in", fact, "first")
+    fact = f"received(take_hook_log(), {name!r}, {p!r})"
+    return _Fact("equal", f"what {name} receives ({p.replace('_', ' ')})", fact, "first")
 
 
 def _tensor_fact(expr: str, what: str, d: Difference) -> _Fact:

@@ -236,9 +236,11 @@ class ScriptHead:
             names += ["_module_pre_hook", "_module_hook"]
         if spec.plan.grad_fn_hooks:
             names += ["_log_node_pre", "_log_node", "_hook_grad_fns"]
-        names = list(dict.fromkeys(names))
+        logs = bool(set(names) - {"_double_grad"} or self._functions())
+        logger = ["_log_call", "_tensor_seen"] if logs else []  # what the others log with
+        names = list(dict.fromkeys(logger + names))
         take = "take_hook_log()" in self.check.fact
-        lines = ["HOOK_LOG = []", ""] if take or set(names) - {"_double_grad"} else []
+        lines = ["HOOK_LOG = []", ""] if take or logs else []
         for n in names:
             lines += [*H.function_from(HOOKS, n), ""]
         if take:

@@ -286,6 +286,22 @@ def take_hook_log():  # type: ignore[no-untyped-def]
     return out
 
 
+def received(log, callee, prop):  # type: ignore[no-untyped-def]
+    """What each run of `callee` in a HOOK_LOG received, as `prop` (arity, presence, shape,
+    dtype, requires_grad, version) of each argument; the runs in a fixed order (which run
+    comes first across tensors is not promised: Note [Pairing runs] in oracles/user_code.py)."""
+    at = {"shape": 0, "dtype": 1, "requires_grad": 2, "version": 3}
+
+    def seen(args):  # type: ignore[no-untyped-def]
+        if prop == "arity":
+            return len(args)
+        if prop == "presence":
+            return tuple("None" if a is None else "a tensor" for a in args)
+        return tuple(None if a is None else a[at[prop]] for a in args)
+
+    return sorted((seen(args) for name, *args in log if name == callee), key=repr)
+
+
 def register_effect_op() -> None:
     """pyfy_gen::record: the ORDERED effectful custom op the program's effect statement calls
     (its body is emitted as top-level statements)."""

@@ -31,6 +31,7 @@ _FACT_HELPERS = (
     H.backward_saved,
     H.retain_grads,
 )
+    H.received,
 # A fact helper -> the helpers it needs before it (or its Check.before line calls).
 _NEEDS: dict[Callable[..., Any], tuple[Callable[..., Any], ...]] = {
     H.seen_by_write: (H.write_into,),

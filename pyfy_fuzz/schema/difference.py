@@ -36,6 +36,7 @@ __all__ = [
     "PROPS",
     "TENSOR_PROPS",
     "UNMAPPED_CLASSES",
+    "USER_CODE_PROPS",
     "CallKind",
     "CallRef",
     "Difference",
@@ -45,6 +46,7 @@ __all__ = [
     "describe",
     "differences_of",
     "reference_of",
+    "callee_role",
     "role",
 ]
 
@@ -144,6 +146,9 @@ Locus = Literal[
     "cudagraph_skip",  # where the graphs ran without CUDA graphs
     "exception",  # the call raised where the reference did not, or the reverse, or otherwise
     "guard",  # the file's guards accepted inputs torch.compile's rejected (guard parity)
+    # what user code torch called (a hook, a custom Function's method: `name`) received, how
+    # often it ran, in which order (`index`: the argument, where the property is one's)
+    "user_code",
 ]
 LOCI: tuple[Locus, ...] = get_args(Locus)
 
@@ -170,6 +175,19 @@ OUTPUT_FACTS = (
     "base",  # its _base: none | input:<name> | base_of:<name> | output:<k> | other
     "shares_inputs",
     "shares_outputs",
+)
+# What the user_code oracle compares of the user code torch calls: how often a callee ran, in
+# which order a promised sequence ran, how many arguments it got, and of each argument:
+# None or a tensor, and the tensor's shape, dtype, requires_grad and version counter.
+USER_CODE_PROPS = (
+    "runs",
+    "order",
+    "arity",
+    "presence",
+    "shape",
+    "dtype",
+    "requires_grad",
+    "version",
 )
 # The properties a locus may have.
 PROPS: dict[str, tuple[str, ...]] = {
@@ -202,6 +220,7 @@ PROPS: dict[str, tuple[str, ...]] = {
     "cudagraph_skip": ("torch_skipped", "file_skipped"),
     "exception": ("raised", "returned", "other", "not_guard"),
     "guard": ("parity",),
+    "user_code": USER_CODE_PROPS,
 }
 # What the "unmapped" seq_nr kind's backward nodes are (Note [Bug identity] in identity.py).
 UNMAPPED_CLASSES = ("custom autograd.Function backward", "effect tokens", "view replay", "compute")
@@ -214,6 +233,27 @@ def role(name: str) -> str:
     """A program's value name as an identity keeps it: a0 -> <arg>, a1._base -> <arg>._base,
     self.p0 -> self.<param>: what kind of value, not which."""
     return _PROGRAM_NAME.sub(lambda m: _ROLES[m.group(1)], name)
+
+
+# The hooks of generators/_hooks.py by their HOOK_LOG name, as a person (and an identity)
+# names them; a custom Function's method is "<Function>.<method>".
+_HOOK_ROLES = {
+    "a": "tensor hook",
+    "b": "tensor hook",
+    "accumulated": "post-accumulate-grad hook",
+    "node pre": "grad_fn pre-hook",
+    "node": "grad_fn hook",
+    "module pre": "module backward pre-hook",
+    "module": "module backward hook",
+}
+
+
+def callee_role(callee: str) -> str:
+    """A HOOK_LOG callee as an identity keeps it: Fn3.backward -> <Function>.backward, a
+    hook by its kind (the two logging tensor hooks are one kind)."""
+    if "." in callee:
+        return "<Function>." + role(callee.split(".", 1)[1])
+    return _HOOK_ROLES.get(callee, role(callee))
 
 
 @dataclass(frozen=True)
@@ -251,6 +291,8 @@ class Difference:
             raise ValueError(f"a difference at an {self.locus} names its index: {self}")
         if self.locus in ("input", "grad", "grad2", "version") and not self.name:
             raise ValueError(f"a difference at {self.locus} names its tensor: {self}")
+        if self.locus == "user_code" and not self.name:
+            raise ValueError(f"a difference at user_code names its callee: {self}")
         if self.locus == "exception" and self.exc is None:
             raise ValueError(f"an exception difference records the exception: {self}")
 
@@ -291,6 +333,8 @@ class Difference:
             return f"{loc}: expected {self.expected}"
         if loc == "second_backward":
             return f"second backward: {p}"
+        if loc == "user_code":
+            return _user_code_aspect(self)
         return f"{loc}: {p}"
 
     # -- JSON ----------------------------------------------------------------------------
@@ -333,6 +377,22 @@ class Difference:
             note=str(d.get("note", "")),
             ref_exc=ExcFacts.from_dict(ref_exc) if ref_exc else None,
         )
+
+
+def _user_code_aspect(d: Difference) -> str:
+    """What differs of user code, as the identity keeps it: "<Function>.backward runs another
+    number of times", "tensor hook argument presence: a tensor" (the reference's side of a
+    yes/no fact), never the counts, shapes or which argument -- nor the subject's side (one
+    cause may drop a run here and add one there)."""
+    who, p = callee_role(d.name), d.prop
+    if p == "runs":
+        how = "where the reference does not" if d.expected == 0 else "another number of times"
+        return f"user code {who} runs {how}"
+    if p == "order":
+        return f"user code {who}: order"
+    if p in ("presence", "requires_grad"):
+        return f"user code {who} argument {p}: {d.expected}"
+    return f"user code {who} argument {p}"
 
 
 def differences_of(finding: Mapping[str, Any]) -> list[Difference]:
@@ -470,7 +530,23 @@ def _body(d: Difference) -> str:  # noqa: C901 -- one arm per locus, each a line
         )
     if loc in ("seq_nr", "cudagraph_skip", "guard"):
         return d.note
+    if loc == "user_code":
+        return _user_code_text(d, ref)
     return _exception_text(d, ref)
+
+
+def _user_code_text(d: Difference, ref: str) -> str:
+    p = d.prop
+    if p == "runs":
+        return f"{d.name} ran {d.actual} times; in {ref} {d.expected}"
+    if p == "order":
+        return f"{d.name}: user code ran in the order {_vs(d)}"
+    if p == "arity":
+        return f"{d.name} received {d.actual} arguments; in {ref} {d.expected}"
+    where = f"{d.name} argument {d.index}" + (f" ({d.note})" if d.note else "")
+    if p == "presence":
+        return f"{where} received {d.actual}; in {ref} {d.expected}"
+    return f"{where}: {p.replace('_', ' ')} {_vs(d)}"
 
 
 def _exception_text(d: Difference, ref: str) -> str:

@@ -15,12 +15,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CUDAGRAPH_RUNNERS",
+    "PROMISED_PAIRS",
     "AliasObs",
     "CallObs",
     "ExcObs",
     "ProbeObs",
+    "Received",
     "SubjectObs",
     "TensorObs",
+    "UserCall",
+    "function_of",
+    "is_function_callee",
 ]
 
 
@@ -104,6 +109,37 @@ class ProbeObs:
     changed_outputs: tuple[int, ...] = ()
 
 
+# What user code received for one argument: None, or (shape, dtype, requires_grad, version),
+# version None for an inference tensor.
+Received = tuple[tuple[int, ...], str, bool, int | None] | None
+
+
+@dataclass(frozen=True)
+class UserCall:
+    """One run of user code torch called during a call and its backward (a hook; a custom
+    Function's forward, setup_context or backward), and what torch handed it: per
+    tensor-or-None argument, in order (Note [What user code receives] in generators/_hooks.py)."""
+
+    callee: str  # "a", "node pre", "module", "Fn0.backward", ...
+    received: tuple[Received, ...] = ()
+
+
+# Hooks whose relative order torch promises, by the name of the group (Note [Which order is
+# promised to user code] in oracles/user_code.py): a module's backward pre-hook runs before
+# its hook, a grad_fn's pre-hook before its hook.
+PROMISED_PAIRS = {"module": ("module pre", "module"), "node": ("node pre", "node")}
+
+
+def is_function_callee(callee: str) -> bool:
+    """Whether a HOOK_LOG callee is a custom Function's method ("Fn0.backward"), not a hook."""
+    return "." in callee
+
+
+def function_of(callee: str) -> str:
+    """The custom Function a method callee belongs to ("Fn0.backward" -> "Fn0"); "" for a hook."""
+    return callee.split(".", 1)[0] if is_function_callee(callee) else ""
+
+
 @dataclass(frozen=True)
 class CallObs:
     seed: int
@@ -122,8 +158,12 @@ class CallObs:
     # guard failures it gave; only torch.compile compiles, so empty for the other subjects.
     recompiled: bool = False
     recompile_reasons: tuple[str, ...] = ()
-    # The program's HOOK_LOG after the call and its backward: which hooks ran, in order.
+    # The hooks that ran during the call and its backward, by name, in order (the program's
+    # HOOK_LOG less the custom Functions' entries: the grads oracle's).
     hooks: tuple[str, ...] = ()
+    # Every entry of the program's HOOK_LOG, in order: which user code ran and what it
+    # received (the user_code oracle's).
+    user_calls: tuple[UserCall, ...] = ()
     # The inputs (names of `inputs_after`) whose version counter the call itself moved, read
     # right before and after the subject's call (before backward); None where the call raised.
     # Whether it moved is compared, not by how much (Note [Version counters] in
