@@ -46,6 +46,7 @@ from pyfy_fuzz.campaign.progress import make_progress
 from pyfy_fuzz.campaign.reductions import Reductions, broke, death_finding, same_death
 from pyfy_fuzz.campaign.repro_checks import ReproChecks
 from pyfy_fuzz.campaign.saving import Saving
+from pyfy_fuzz.campaign.steering import Steering
 from pyfy_fuzz.campaign.streams import Streams
 from pyfy_fuzz.campaign.summary import summary
 from pyfy_fuzz.corpus.store import Corpus, environment, now_iso
@@ -94,7 +95,8 @@ RESCAN_S = 5.0  # how often other campaigns' new entries are read (Note [Shards 
 @dataclass
 class CampaignResult:
     exit_code: int  # 0: no new findings; 1: new findings (the CLI's exit status)
-    summary: dict[str, Any]  # summary.summary(), plus "coverage" under --coverage
+    # summary.summary(), plus "coverage" and "steering" under --coverage
+    summary: dict[str, Any]
 
 
 class Campaign:
@@ -106,6 +108,8 @@ class Campaign:
         self.stats = Stats(time.monotonic(), config.budget_s)
         self.started_at = now_iso()
         self.coverage_dir = self._coverage_dir() if config.coverage else None
+        # --coverage: the arcs seen and the programs kept for them (Note [Steering])
+        self.steering = Steering(config.steer) if config.coverage else None
         self.deadline = Deadline(self.stats.started + config.budget_s, config.grace_s)
         # collect_env takes seconds: computed now, beside the start, not at the first save
         # (which may come in the last seconds of the grace: Note [Ending on time]).
@@ -153,6 +157,8 @@ class Campaign:
             # Finish shrinks a killed run left in the example database: one worker, once.
             replay_database=not self._replayed_database,
             coverage_dir=str(self.coverage_dir) if self.coverage_dir else None,
+            seen=tuple(self.steering.seen) if self.steering else (),
+            seeds=tuple(self.steering.pool) if self.steering else (),
             rss_soft_bytes=self.share.rss_soft_bytes,
             threads=self.share.threads,
         )
@@ -180,8 +186,9 @@ class Campaign:
             self._wind_down()
             progress.stop()
         result = self.summary()
-        if self.coverage_dir is not None:
+        if self.coverage_dir is not None and self.steering is not None:
             result["coverage"] = combine_coverage(self.coverage_dir)
+            result["steering"] = self.steering.summary()
         if self.config.json_path is not None:
             atomic_write(self.config.json_path, json.dumps(result, indent=1) + "\n")
         return CampaignResult(1 if self.stats.new else 0, result)
@@ -263,6 +270,8 @@ class Campaign:
                 self._start(ev.slot)
 
     def _on_done(self, slot: int, done: Done) -> None:
+        if self.steering is not None:
+            self.steering.done(done)
         if done.job is not None:
             return  # a reduction's candidate, not exploration
         self.reductions.after_canary(slot, done, self.stream_of.get(slot))

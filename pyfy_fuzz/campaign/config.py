@@ -98,7 +98,13 @@ class CampaignConfig:
     progress: str = "auto"  # auto | rich | plain | quiet
     max_ops: int = 5  # statements a generated program may have
     max_inputs: int = 3  # arguments a generated program may take
-    coverage: bool = False  # coverage.py over AOTAutograd's runtime wrappers and the generator
+    # coverage.py over torch's wrapper files and the generator, read after every case
+    # (reports/coverage_data.py, Note [What coverage measures])
+    coverage: bool = False
+    # With coverage: programs that reach an arc no earlier one reached are kept in a pool the
+    # explorer draws mutations from (Note [Steering] in steering.py); False: never drawn from
+    # (the same measurement, for comparing steered with unsteered runs)
+    steer: bool = True
     # Stop at the first case with a finding against this subject ("pythonify": the self-test's
     # "the planted bug was caught"); the summary's "stopped_on" says when and on what.
     stop_on_subject: str | None = None
@@ -166,6 +172,10 @@ class WorkerConfig:
     owner_pid: int | None = None  # the campaign's pid: names stagings (cleanup keys on it)
     replay_database: bool = False  # replay the example database first (one worker, once)
     coverage_dir: str | None = None  # run --coverage: where this worker saves its data
+    # run --coverage: the arcs of torch's files the campaign has seen, (file, arc), and the
+    # steering pool's specs (JSON) when it starts (Note [Steering] in steering.py)
+    seen: tuple[tuple[str, Any], ...] = ()
+    seeds: tuple[str, ...] = ()
     rss_soft_bytes: int = 3 << 30  # resident memory after a case past which it is recycled
     threads: int = 1  # torch's intra-op threads (the campaign's cores shared by its workers)
 

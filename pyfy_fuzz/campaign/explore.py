@@ -29,9 +29,10 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from generators import ProgramSpec, programs
+from generators import ProgramSpec, SpecError, programs
 from oracles.identity import PENDING, KnownBug
 from pyfy_fuzz.campaign.config import CampaignConfig, WorkerConfig
+from pyfy_fuzz.campaign.steering import AXES, POOL_MAX, splice
 from pyfy_fuzz.campaign.worker import Channel, recycle_reason, run_one
 from pyfy_fuzz.case.subjects import PythonifyImpl
 from pyfy_fuzz.corpus.store import Corpus, staging_name
@@ -50,6 +51,7 @@ from pyfy_fuzz.schema.messages import (
 __all__ = [
     "HYPOTHESIS_SHARE",
     "HYPOTHESIS_SHRINK_CASES",
+    "REFRESH_CASES",
     "explore",
 ]
 
@@ -63,6 +65,9 @@ __all__ = [
 # simplifications come first) and the reducer the rest of the time.
 HYPOTHESIS_SHARE = 0.3
 HYPOTHESIS_SHRINK_CASES = 5
+# A Hypothesis run draws from the pool it started with; once the pool has grown, a new run
+# starts after this many cases (Note [Steering] in steering.py).
+REFRESH_CASES = 20
 
 
 class _Stop(BaseException):
@@ -78,6 +83,10 @@ class _Interesting(Exception):
     """The test 'fails': the case shows the target signature."""
 
 
+class _Refresh(BaseException):
+    """End this Hypothesis run: the steering pool has grown (Note [Steering])."""
+
+
 @dataclass
 class _Run:
     """One Hypothesis run: no target until a case shows an unknown bug; then the run shrinks
@@ -88,6 +97,8 @@ class _Run:
     shrink_end: float = 0.0
     shrink_cases: int = 0  # cases Hypothesis ran on the target so far
     recycle: str | None = None
+    pool: int = 0  # the steering pool's size when the run started
+    cases: int = 0  # cases the run explored
 
 
 class _Explorer:
@@ -97,6 +108,19 @@ class _Explorer:
         self.ch, self.config, self.impl, self.deadline = ch, config, impl, deadline
         self.cases = 0
         self.run = _Run()
+        c = config.campaign
+        self.steer = c.coverage and c.steer  # draws from the pool (Note [Steering])
+        self.pool: list[ProgramSpec] = []
+        for text in config.seeds if self.steer else ():
+            try:
+                self.pool.append(ProgramSpec.from_json(text))
+            except SpecError:
+                pass
+        self.pooled = False  # the example being drawn came from the pool
+
+    def mark_pooled(self, spec: ProgramSpec) -> ProgramSpec:
+        self.pooled = True
+        return spec
 
     def one(self, spec: ProgramSpec) -> None:
         """The Hypothesis test function."""
@@ -122,10 +146,15 @@ class _Explorer:
         if spec_json in ch.avoid:
             return  # it killed a worker before; the campaign already has it
         ch.send(Started(spec_json, shrinking=run.target))
-        outcome = run_one(ch, self.config, self.impl, spec)
+        outcome = replace(run_one(ch, self.config, self.impl, spec), pooled=self.pooled)
+        self.pooled = False
         self.cases += 1
+        run.cases += 1
         run.shrink_cases += run.target is not None
         ch.send(Done(outcome, spec_json, shrinking=run.target))
+        if self.steer and run.target is None and outcome.new_arcs and outcome.status == "ok":
+            self.pool.append(spec)  # it reached an arc first: kept (Note [Steering])
+            del self.pool[:-POOL_MAX]
         if ch.broken is not None:  # Note [A broken process]: a fresh process goes on
             ch.send(Note(f"worker recycled: {ch.broken.describe()}"))
             run.recycle = f"recycled: {ch.broken.describe()}"
@@ -134,6 +163,8 @@ class _Explorer:
         if run.target is None:
             new = [f["coarse"] for f in outcome.findings if ch.known.match(f) is None]
             if not new:
+                if len(self.pool) > run.pool and run.cases >= REFRESH_CASES:
+                    raise _Refresh  # the next run draws from the grown pool
                 return
             run.target = new[0]
             # Hypothesis gets half the shrink time; the spec reducer polishes with the rest.
@@ -154,9 +185,9 @@ def explore(ch: Channel, config: WorkerConfig, impl: PythonifyImpl, job: Explore
     (shrunk, reported) and the next starts with a derived seed. Returns why it ended."""
     explorer = _Explorer(ch, config, impl, job.deadline)  # monotonic: system-wide on Linux
     database = DirectoryBasedExampleDatabase(str(Corpus(config.campaign.corpus).hypothesis_dir))
-    strategy = _strategy(config.campaign)
     for restart in itertools.count():
-        explorer.run = run = _Run()
+        explorer.run = run = _Run(pool=len(explorer.pool))
+        strategy = _strategy(config.campaign, explorer)
         phases = [Phase.generate, Phase.shrink]
         if config.replay_database and restart == 0:
             phases.insert(0, Phase.reuse)  # finish shrinks a killed campaign left in the DB
@@ -173,7 +204,7 @@ def explore(ch: Channel, config: WorkerConfig, impl: PythonifyImpl, job: Explore
         )(seed(_sub_seed(job.seed, restart))(given(strategy)(explorer.one)))
         try:
             test()
-        except (_Interesting, _Abandon):
+        except (_Interesting, _Abandon, _Refresh):
             pass
         except Exception as exc:  # Flaky (the target did not reproduce), a generator error
             ch.send(Note(f"hypothesis run ended: {type(exc).__name__}: {str(exc)[:200]}"))
@@ -190,11 +221,36 @@ def explore(ch: Channel, config: WorkerConfig, impl: PythonifyImpl, job: Explore
     raise AssertionError("unreachable")
 
 
-def _strategy(c: CampaignConfig) -> st.SearchStrategy[ProgramSpec]:
+def _strategy(
+    c: CampaignConfig, explorer: _Explorer | None = None
+) -> st.SearchStrategy[ProgramSpec]:
     """What the campaign draws: its families and size limits, under its pinned knobs, with
-    its backend mix."""
+    its backend mix; with a steering pool, mutations of its programs beside fresh ones."""
     drawn = programs(c.wrappers, max_ops=c.max_ops, max_inputs=c.max_inputs)
+    if explorer is not None and explorer.pool:
+        drawn = st.one_of(drawn, _pooled(c, tuple(explorer.pool)).map(explorer.mark_pooled))
     return _with_partner(_with_config(drawn, c.config), c.mix.partner, c.mix.share)
+
+
+def _pooled(c: CampaignConfig, pool: tuple[ProgramSpec, ...]) -> st.SearchStrategy[ProgramSpec]:
+    """A pool program spliced with a fresh program of its family (Note [Steering])."""
+    families: dict[str, st.SearchStrategy[ProgramSpec]] = {}
+
+    def family(name: str) -> st.SearchStrategy[ProgramSpec]:
+        if name not in families:
+            families[name] = programs((name,), max_ops=c.max_ops, max_inputs=c.max_inputs)
+        return families[name]
+
+    def mutate(kept: ProgramSpec) -> st.SearchStrategy[ProgramSpec]:
+        return st.builds(
+            splice,
+            st.just(kept),
+            family(kept.family),
+            st.booleans(),
+            st.frozensets(st.sampled_from(AXES), min_size=1),
+        )
+
+    return st.sampled_from(pool).flatmap(mutate)
 
 
 def _with_config(

@@ -27,7 +27,7 @@ import traceback
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 # Imported here so the fork server pays for them once, not each worker.
 import torch
@@ -36,6 +36,7 @@ import torch._dynamo
 from generators import ProgramSpec
 from oracles import Finding
 from oracles.identity import KnownBug, KnownBugs, normalise_message
+from pyfy_fuzz.campaign.case_coverage import CaseCoverage
 from pyfy_fuzz.campaign.config import WorkerConfig
 from pyfy_fuzz.campaign.limits import rss_bytes
 from pyfy_fuzz.case.runner import case_backend, run_case
@@ -64,7 +65,6 @@ from pyfy_fuzz.schema.messages import (
 __all__ = [
     "Channel",
     "ExploreMode",
-    "coverage_include",
     "die_with_parent",
     "main",
     "make_impl",
@@ -104,6 +104,7 @@ class Channel:
         # What the canary found broken after this process's last case: it runs no other case
         # and leaves (Note [A broken process]).
         self.broken: Broken | None = None
+        self.coverage: CaseCoverage | None = None  # run --coverage: this process's tracer
 
     def send(self, message: Report) -> None:
         try:
@@ -171,7 +172,8 @@ def main(conn: Connection, config: WorkerConfig, explore: ExploreMode) -> None:
     ch.known.update(KnownBug.from_dict(d) for d in config.known)
     ch.avoid.update(config.avoid)
     impl = make_impl(config.campaign.impl)
-    cov = _start_coverage(config.coverage_dir) if config.coverage_dir else None
+    if config.coverage_dir:  # after the imports: Note [Reached by cases]
+        ch.coverage = CaseCoverage.start(config.coverage_dir, config.seen)
     ch.send(Ready(os.getpid()))
     first = conn.recv()
     try:
@@ -184,40 +186,9 @@ def main(conn: Connection, config: WorkerConfig, explore: ExploreMode) -> None:
     except (EOFError, BrokenPipeError):
         return  # the campaign is gone; nothing to tell
     finally:
-        if cov is not None:  # a worker that dies loses its share; recycling bounds the loss
-            cov.stop()
-            cov.save()
+        if ch.coverage is not None:  # a worker that dies loses its share; recycling bounds it
+            ch.coverage.stop()
     ch.send(Bye(reason))
-
-
-def coverage_include() -> list[str]:
-    """What `run --coverage` measures: AOTAutograd's runtime wrappers in the installed torch,
-    and the bundled generator with its subpackages."""
-    import torch._functorch._aot_autograd as aot
-
-    from pyfy_fuzz import pythonify
-
-    aot_dir = os.path.dirname(aot.__file__)
-    files = ["runtime_wrappers.py", "graph_compile.py", "subclass_utils.py"]
-    here = os.path.dirname(pythonify.__file__)
-    # the package and its subpackages (wrappers/, capture/): a pattern's * stops at a folder
-    return [os.path.join(aot_dir, f) for f in files] + [
-        os.path.join(here, "*.py"),
-        os.path.join(here, "*", "*.py"),
-    ]
-
-
-def _start_coverage(directory: str) -> Any:
-    import coverage
-
-    cov = coverage.Coverage(
-        data_file=os.path.join(directory, ".coverage"),
-        data_suffix=True,  # one file per worker incarnation; the campaign combines them
-        branch=True,
-        include=coverage_include(),
-    )
-    cov.start()
-    return cov
 
 
 def run_one(
@@ -234,7 +205,25 @@ def run_one(
     process (Note [A broken process]; it also goes to `ch.broken`). A pyfy-fuzz exception
     becomes a harness-error finding (the case's spec is what a developer needs to fix it),
     unless the canary fails too (Note [A poisoned worker]). A canary job checks before each
-    runner phase as well and reports a process it leaves broken as a finding."""
+    runner phase as well and reports a process it leaves broken as a finding. Under
+    --coverage the outcome carries the arcs of torch's files it reached first in this worker
+    (`CaseOutcome.new_arcs`)."""
+    outcome = _run_one(ch, config, impl, spec, workdir, backend, canary_job=canary_job)
+    if ch.coverage is None:
+        return outcome
+    return replace(outcome, new_arcs=ch.coverage.new_arcs())
+
+
+def _run_one(
+    ch: Channel,
+    config: WorkerConfig,
+    impl: PythonifyImpl,
+    spec: ProgramSpec,
+    workdir: str | None,
+    backend: str | None,
+    *,
+    canary_job: bool,
+) -> CaseOutcome:
     c = config.campaign
     backend = case_backend(spec, backend or c.mix.base)
     watch = _Watch(ch, c.device, between_phases=canary_job)

@@ -116,8 +116,17 @@ def register(commands: Commands) -> None:
     p.add_argument(
         "--coverage",
         action="store_true",
-        help="measure line and branch coverage of torch's AOTAutograd runtime wrappers and of "
-        "the bundled generator across workers (slower); --json gets the numbers",
+        help="measure branch coverage of torch's wrapper files (AOTAutograd, the partitioner, "
+        "functionalization, Dynamo's handling of aliased and mutated inputs) and the bundled "
+        "generator, reached by cases (import-time lines left out), and steer by it: programs "
+        "that reach a branch first are kept and mutated; the summary and --json get the numbers",
+    )
+    p.add_argument(
+        "--no-steer",
+        dest="steer",
+        action="store_false",
+        help="with --coverage: measure, but never draw from the pool of programs that reached "
+        "a branch first (compare steered and unsteered runs of one budget and seed)",
     )
     p.set_defaults(run=cmd_run)
 
@@ -175,6 +184,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             json_path=args.json,
             progress=args.progress,
             coverage=args.coverage,
+            steer=args.steer,
         )
     except ValueError as e:
         raise cli_error(str(e)) from None
@@ -266,6 +276,40 @@ def _print_findings(found: list[dict[str, Any]], out: Any, torch: str = "") -> N
         print(f"repros run on their own{on}: {repro_line(findings)}", file=out)
 
 
+def _print_coverage(s: dict[str, Any], out: Any) -> None:
+    """--coverage: torch's branches reached by cases, per file, the files never reached, and
+    what steering did (reports/coverage_data.py, Note [Steering])."""
+    from pyfy_fuzz.reports.coverage_data import short_name
+
+    cov = s.get("coverage") or {}
+    t = cov.get("torch")
+    if not t:
+        return
+    print(
+        f"torch branches reached by cases: {t['branches_reached']} of {t['branches_total']} "
+        f"({t['branch_percent']}%) in {t['files']} files",
+        file=out,
+    )
+    for name, v in cov["files"].items():
+        if v.get("torch") and "branches_total" in v:
+            print(
+                f"  {short_name(name):<56} {v['branches_reached']:>5} of "
+                f"{v['branches_total']:<5} "
+                + ("-" if v["branches"] is None else f"{v['branches']}%"),
+                file=out,
+            )
+    never = [short_name(n) for n in t["never_reached"]]
+    print("never reached: " + (", ".join(never) if never else "none"), file=out)
+    st = s.get("steering")
+    if st:
+        print(
+            f"steering {'on' if st['on'] else 'off'}: pool {st['pool']} programs; "
+            f"{st['pool_cases']} cases drawn from it, {st['pool_kept']} reached an arc first; "
+            f"fresh {st['fresh_cases']}, {st['fresh_kept']}",
+            file=out,
+        )
+
+
 def print_summary(s: dict[str, Any], out: Any) -> None:
     from pyfy_fuzz.campaign.budget import format_duration
 
@@ -307,6 +351,7 @@ def print_summary(s: dict[str, Any], out: Any) -> None:
             f"({100 * judged / tried:.0f}%)" + (f"; {rest}" if rest else ""),
             file=out,
         )
+    _print_coverage(s, out)
     if s["deaths"]:
         print(f"worker deaths: {s['deaths']}", file=out)
     for note in s["notes"]:

@@ -2,7 +2,12 @@
 
     {"format": 1, "entries": [{"format": 1, "finished_at", "summary", "cases", "new_findings",
                                "paths_reached", "paths_total", "coverage_percent",
-                               "branch_percent", "torch", "device"}]}
+                               "branch_percent", "torch", "device",
+                               "torch_coverage", "steering"}]}
+
+`torch_coverage` (runs with --coverage): torch's branches reached by cases, in all and per
+file ({short name: [reached, total]}), and the files no case reached (reports/coverage_data.py);
+`steering`: the summary's steering counts (Note [Steering] in campaign/steering.py).
 
 Written atomically. A history that is not JSON, or not this shape, is an error the caller
 reports (never overwritten: it holds nights of results); an entry of another format is skipped
@@ -16,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pyfy_fuzz.reports.coverage_data import short_name
 from pyfy_fuzz.schema.atomic import atomic_write
 from pyfy_fuzz.schema.paths import ALL_PATHS
 
@@ -81,4 +87,24 @@ def entry_for(summary: dict[str, Any], summary_path: Path) -> dict[str, Any]:
         "branch_percent": cov.get("branch_percent"),
         "torch": summary.get("torch"),
         "device": (summary.get("config") or {}).get("device"),
+        "torch_coverage": _torch_coverage(cov),
+        "steering": summary.get("steering"),
+    }
+
+
+def _torch_coverage(cov: dict[str, Any]) -> dict[str, Any] | None:
+    """torch's branches reached by cases, per file by short name, and the never-reached."""
+    t = cov.get("torch")
+    if not t:
+        return None
+    return {
+        "branches_reached": t["branches_reached"],
+        "branches_total": t["branches_total"],
+        "branch_percent": t["branch_percent"],
+        "never_reached": [short_name(n) for n in t["never_reached"]],
+        "files": {
+            short_name(n): [v["branches_reached"], v["branches_total"]]
+            for n, v in (cov.get("files") or {}).items()
+            if v.get("torch") and "branches_total" in v
+        },
     }

@@ -178,6 +178,10 @@ class CaseOutcome:
     # What the canary, run after every case, found broken in the process (None: it runs as a
     # fresh process would). Note [A broken process] in worker.py.
     broken: Broken | None = None
+    # run --coverage: the arcs of torch's measured files this case reached that its worker had
+    # not seen, as (file, arc); what steering keeps a program for (Note [Steering])
+    new_arcs: tuple[tuple[str, Any], ...] = ()
+    pooled: bool = False  # explore: the spec was drawn from the steering pool (a mutation)
 
     def __post_init__(self) -> None:
         if self.status not in ("ok", "discarded", "invalid", "error", "poisoned"):

@@ -169,10 +169,25 @@ def test_a_hanging_case_is_killed_and_saved(tmp_path: Path) -> None:
 
 
 def test_coverage_is_gathered_across_workers(tmp_path: Path) -> None:
-    result, _ = _campaign(tmp_path, 30, coverage=True, wrappers=("input_mutation",))
-    cov = result.summary["coverage"]  # type: ignore[attr-defined]
+    result, _ = _campaign(tmp_path, 60, coverage=True, wrappers=("input_mutation",), max_cases=6)
+    summary = result.summary  # type: ignore[attr-defined]
+    cov = summary["coverage"]
     names = {Path(f).name: v for f, v in cov["files"].items()}
     assert names["runtime_wrappers.py"]["lines"] > 10  # torch's wrappers ran in the workers
     assert names["recorder.py"]["lines"] > 10  # and so did the bundled generator (capture/)
     assert names["runtime.py"]["lines"] > 10  # its wrapper models too (wrappers/)
     assert Path(cov["html"]).is_file()
+    # every named torch file has its branches reached by cases, even one no case reached
+    from pyfy_fuzz.reports.coverage_data import torch_files
+
+    for name in torch_files():
+        row = cov["files"][name]
+        assert row["torch"] and 0 <= row["branches_reached"] <= row["branches_total"], name
+    reached = {Path(n).name for n, v in cov["files"].items() if v.get("branches_reached")}
+    assert {"runtime_wrappers.py", "collect_metadata_analysis.py", "builder.py"} <= reached
+    t = cov["torch"]
+    assert t["files"] == len(torch_files()) and 0 < t["branches_reached"] < t["branches_total"]
+    assert set(t["never_reached"]) <= set(torch_files())
+    steering = summary["steering"]
+    assert steering["on"] and steering["arcs"] > 100  # the cases' arcs reached the campaign
+    assert steering["fresh_kept"] >= 1  # the first case reached arcs first: kept
