@@ -31,12 +31,16 @@ from ._spec import (
     spec_from_dict,
 )
 from ._stmts import INPLACE
+from ._stmts_aten import rounds
+from ._vocabulary import TABLES_DIR as VOCABULARY_DIR
+from ._vocabulary import installed_release
 
 __all__ = [
     "FAMILIES",
     "FAMILY_TARGETS",
     "INPLACE",
     "SPEC_VERSION",
+    "VOCABULARY_DIR",
     "CallPlan",
     "FunctionSpec",
     "InputSpec",
@@ -50,7 +54,9 @@ __all__ = [
     "ViewStep",
     "materialize",
     "reached",
+    "installed_release",
     "render",
+    "rounds",
     "spec_from_dict",
 ]
 __all__ += _public.__all__  # programs() and a factory per family

@@ -65,6 +65,8 @@ _BASE_WEIGHTS = {
     "matmul": 1,
     "cast": 1,
     "detach": 1,
+    # torch's own vocabulary (_stmts_aten.py); last, so a shrunk draw still lands on "unary".
+    "aten": 8,
 }
 
 

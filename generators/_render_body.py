@@ -10,7 +10,7 @@ from ._hooks import HOOK_FUNCTIONS
 from ._model import HOOK_STYLES
 from ._spec import OutSpec, Stmt
 
-__all__ = ["DTYPE_BY_NAME", "ints_literal", "out_expr", "stmt_lines", "view_expr"]
+__all__ = ["DTYPE_BY_NAME", "aten_line", "ints_literal", "out_expr", "stmt_lines", "view_expr"]
 
 
 def _hook_expr(stmt: Stmt, target: str) -> str:
@@ -121,11 +121,56 @@ def view_expr(src: str, op: str, args: tuple[object, ...]) -> str:
     raise ValueError(f"unknown view op {op!r}")
 
 
+def _aten_arg(x: object, device: str) -> str:
+    """One argument of an aten statement (Note [An aten statement] in _stmts_aten.py)."""
+    if isinstance(x, str):
+        return _ref(x)
+    assert isinstance(x, (tuple, list)), x
+    tag = x[0]
+    if tag == "t":  # a constant: the values the vocabulary's derivation ran with
+        shape = ints_literal(x[2])
+        n = 1
+        for s in x[2]:
+            n *= int(s)
+        return (
+            f"torch.linspace(-1, 1, {n}, device={device}).reshape({shape})"
+            f".to({DTYPE_BY_NAME[str(x[1])]})"
+        )
+    if tag == "d":
+        return f"torch.tensor({x[2]!r}, dtype={DTYPE_BY_NAME[str(x[1])]}, device={device})"
+    if tag == "dtype":
+        return DTYPE_BY_NAME[str(x[1])]
+    if tag == "seq":
+        return "[" + ", ".join(_aten_arg(v, device) for v in x[1]) + "]"  # type: ignore[union-attr]
+    if tag == "l":
+        value = x[1]
+        return repr(list(value)) if isinstance(value, (list, tuple)) else repr(value)
+    raise ValueError(f"unknown aten argument {x!r}")
+
+
+def aten_line(stmt: Stmt) -> str:
+    """`v1 = torch.ops.aten.narrow.default(a0, 0, 1, 2)` (Note [An aten statement])."""
+    name, *rest = stmt.args
+    device = next(f"{_ref(a)}.device" for a in rest if isinstance(a, str))
+    args, item = [], ""
+    for a in rest:
+        if isinstance(a, (tuple, list)) and a[0] == "kw":
+            args.append(f"{a[1]}={_aten_arg(a[2], device)}")
+        elif isinstance(a, (tuple, list)) and a[0] == "item":
+            item = f"[{int(a[1])}]"
+        else:
+            args.append(_aten_arg(a, device))
+    call = f"torch.ops.{name}({', '.join(args)}){item}"
+    return f"{', '.join(stmt.outs)} = {call}" if stmt.outs else call
+
+
 def stmt_lines(stmt: Stmt) -> list[str]:
     a = [(_ref(x) if isinstance(x, str) else repr(x)) for x in stmt.args]
     op = stmt.op
     lhs = ", ".join(stmt.outs)
-    if op in _EXPR:
+    if op == "aten":
+        line = aten_line(stmt)
+    elif op in _EXPR:
         line = f"{lhs} = {_EXPR[op].format(*a)}"
     elif op == "sum":
         line = f"{lhs} = {a[0]}.sum({', '.join(a[1:])})"

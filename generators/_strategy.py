@@ -33,6 +33,7 @@ from ._stmts import (
     stmt_unary,
     stmt_view,
 )
+from ._stmts_aten import stmt_aten
 from ._stmts_extra import stmt_batchnorm, stmt_effect, stmt_function, stmt_hook, stmt_rng
 from ._variants import variant_changes
 
@@ -60,6 +61,7 @@ GROUPS = {
     "function": stmt_function,
     "hook": stmt_hook,
     "batchnorm": stmt_batchnorm,
+    "aten": stmt_aten,
 }
 
 

@@ -29,7 +29,7 @@ import torch
 import torch._dynamo
 
 import oracles
-from generators import Program, ProgramSpec, materialize
+from generators import Program, ProgramSpec, materialize, rounds
 from oracles import Evidence, Finding
 from oracles.by_design import excuse, recording
 from pyfy_fuzz.case.dead_code import dead_code_errors
@@ -262,7 +262,7 @@ def _compiled_subjects(
         clock.lap("eager_s")
     pythonified, file_mod, capture = _file_subjects(program, once, compiled, clock)
     ref64 = None
-    if backend != "aot_eager":
+    if backend != "aot_eager" or rounds(spec):  # the tolerance scheme's reference
         clock.phase("eager-fp64")
         ref64 = observe_subject(reference, _fp64_target(reference), probes=False)
     clock.lap("eager_s")
@@ -361,6 +361,7 @@ def _evidence(got: _Subjects, program: Program, backend: str, device: str) -> Ev
         file_seq_nr=getattr(got.file_mod, "SEQ_NR", None),
         file_grad_acc=getattr(got.file_mod, "GRADIENT_ACC_NODES", None),
         capture=got.capture,
+        rounding=rounds(program.spec),
     )
 
 

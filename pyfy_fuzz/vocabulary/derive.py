@@ -1,0 +1,357 @@
+"""Derive the op vocabulary from the installed torch: schemas, tags and OpInfo's samples.
+
+Every aten overload is classed by its schema (Note [Op classes] in schema/vocabulary.py). For
+each OpInfo whose CPU samples bind to an overload, each sample becomes a recipe: the sample's
+input is `self`, the value a generated statement acts on, and the recipe is run with `self`
+replaced by a tensor of each shape the generator draws (`SHAPES`), contiguous and strided, in
+each of the generator's dtypes, and backward once. What ran is recorded -- the result's shape,
+strides, offset and internal overlap, its dtype per input dtype -- and what did not run is never
+drawn. So the generator's model of a drawn op is what torch did, not what a list says.
+
+Note [Checked on torch, not assumed]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A schema says `Tensor(a)` for ops that may copy (`reshape`, `contiguous`); a view recipe is kept
+for a shape only where its result really shares self's storage, an in-place one only where the
+result *is* self with self's shape, a functional one only where the result is fresh memory.
+The generator's eager model (`generators/_model.py`) then stays exact for every drawn call.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from pyfy_fuzz.schema.spec import DTYPES
+from pyfy_fuzz.schema.vocabulary import CLASSES, Recipe, Table, VocabOp, shape_key
+
+__all__ = ["SHAPES", "classify", "derive"]
+
+# The shapes a generated value may have that a recipe is checked on (generators draw roots of
+# up to three dimensions, sizes 1 to 4).
+SHAPES: tuple[tuple[int, ...], ...] = tuple(
+    s for n in range(4) for s in itertools.product(range(1, 5), repeat=n)
+)
+_DT = {name: getattr(torch, name) for name in DTYPES}
+_NAME = {v: k for k, v in _DT.items()}
+_SAMPLES_PER_OP = 6
+_RECIPES_PER_OVERLOAD = 3
+# Tags that put an op outside what a differential test can compare or compile in one graph.
+_SKIP_TAGS = {
+    "nondeterministic_seeded": "draws random numbers (the rng statements cover these)",
+    "dynamic_output_shape": "a data-dependent output shape (a graph break)",
+    "data_dependent_output": "a data-dependent output (a graph break)",
+}
+
+
+class _Unencodable(Exception):
+    """A sample argument of a kind a generated program does not write."""
+
+
+def classify(schema: torch._C.FunctionSchema, tags: list[Any]) -> str:
+    """An overload's class (Note [Op classes]) from its schema and tags."""
+    names = {str(t).split(".")[-1] for t in tags}
+    writes = [a for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+    if "inplace_view" in names:
+        return "inplace_view"
+    if writes and all(a.kwarg_only for a in writes):
+        return "out"
+    if writes:
+        return "inplace"
+    if any(r.alias_info is not None for r in schema.returns):
+        return "view"
+    if "view_copy" in names:
+        return "view_inverse"
+    return "functional"
+
+
+def _overloads() -> Iterator[tuple[str, str, Any, torch._C.FunctionSchema]]:
+    """(base name, overload name, OpOverload, schema) of every aten overload."""
+    for schema in torch._C._jit_get_all_schemas():
+        if not schema.name.startswith("aten::"):
+            continue
+        base = schema.name[len("aten::") :]
+        overload = schema.overload_name or "default"
+        try:
+            op = getattr(getattr(torch.ops.aten, base), overload)
+        except (AttributeError, RuntimeError):
+            continue
+        yield base, overload, op, schema
+
+
+def _encode(x: Any, sample_input: torch.Tensor) -> Any:
+    """One sample argument as recipe data (schema/vocabulary.Recipe)."""
+    if x is sample_input:
+        return "self"
+    if isinstance(x, torch.Tensor):
+        if x.dtype not in _NAME or x.layout != torch.strided or x.is_complex():
+            raise _Unencodable(f"a {x.dtype} tensor")
+        if x.is_floating_point():
+            if x.shape == sample_input.shape and x.dtype == sample_input.dtype:
+                return ("like",)
+            return ("t", _NAME[x.dtype], tuple(x.shape))
+        if x.numel() > 64:
+            raise _Unencodable("a large integer tensor")
+        return ("d", _NAME[x.dtype], x.tolist())
+    if isinstance(x, torch.dtype):
+        if x not in _NAME:
+            raise _Unencodable(f"dtype {x}")
+        return ("dtype", _NAME[x])
+    if isinstance(x, (list, tuple)):
+        items = [_encode(v, sample_input) for v in x]
+        if all(isinstance(v, tuple) and v[:1] == ("l",) for v in items):
+            return ("l", [v[1] for v in items])
+        return ("seq", items)
+    if isinstance(x, float) and not math.isfinite(x):
+        raise _Unencodable("a non-finite float")
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return ("l", x)
+    raise _Unencodable(type(x).__name__)
+
+
+def _constant(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """A constant operand, as a program writes it (generators/_render_body.aten_line)."""
+    return torch.linspace(-1, 1, math.prod(shape)).reshape(shape).to(dtype)
+
+
+def _decode(enc: Any, self_: torch.Tensor) -> Any:
+    """A recipe argument as a value, with `self_` as self (its dtype for like-self tensors)."""
+    if enc == "self":
+        return self_
+    tag = enc[0]
+    if tag == "like":
+        return _constant(tuple(self_.shape), self_.dtype)
+    if tag == "t":
+        return _constant(tuple(enc[2]), _DT[enc[1]])
+    if tag == "d":
+        return torch.tensor(enc[2], dtype=_DT[enc[1]])
+    if tag == "dtype":
+        return _DT[enc[1]]
+    if tag == "seq":
+        return [_decode(v, self_) for v in enc[1]]
+    return enc[1]
+
+
+@dataclass
+class _Probe:
+    """One overload and one encoded sample, run on replacement selves."""
+
+    op: Any
+    cls: str
+    args: tuple[Any, ...]
+    kwargs: tuple[tuple[str, Any], ...]
+
+    def call(self, self_: torch.Tensor) -> Any:
+        args = [_decode(a, self_) for a in self.args]
+        kwargs = {k: _decode(v, self_) for k, v in self.kwargs}
+        return self.op(*args, **kwargs)
+
+    def result(self, self_: torch.Tensor) -> tuple[torch.Tensor, int | None] | None:
+        """The tensor a statement binds (element 0 of a list), if the call keeps its class's
+        promise on this self (Note [Checked on torch, not assumed])."""
+        base = self_ if self_._base is None else self_._base
+        storage = self_.untyped_storage()
+        before = (tuple(self_.shape), storage.data_ptr(), storage.nbytes())
+        try:
+            out = self.call(self_)
+        except Exception:  # noqa: BLE001 - torch refusing a shape is the answer
+            return None
+        item = None
+        if isinstance(out, (list, tuple)):
+            if not out or not all(isinstance(t, torch.Tensor) for t in out):
+                return None
+            out, item = out[0], 0
+        if not isinstance(out, torch.Tensor) or out.dtype not in _NAME:
+            return None
+        if out.layout != torch.strided or type(out) is not torch.Tensor:
+            return None
+        same = out.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
+        if self.cls == "view" and not (same and out is not self_):
+            return None
+        if self.cls == "inplace" and not (out is self_ and tuple(self_.shape) == before[0]):
+            return None
+        if self.cls == "inplace_view":
+            after = self_.untyped_storage()
+            if out is not self_ or (after.data_ptr(), after.nbytes()) != before[1:]:
+                return None  # set_ or resize_ onto other memory: stmt_metadata models those
+        if self.cls in ("functional", "view_inverse") and (same or out.numel() == 0):
+            return None
+        return out, item
+
+
+def _meta(out: torch.Tensor, self_: torch.Tensor, cls: str) -> tuple[Any, ...]:
+    """What the model needs of a result (Recipe.outs): a view's or a metadata change's
+    geometry in self's storage; a fresh result's shape, or nothing where it is self's."""
+    if cls in ("view", "inplace_view"):
+        overlapping = out.numel() > 1 and torch._debug_has_internal_overlap(out) != 0
+        return (tuple(out.shape), tuple(out.stride()), out.storage_offset(), overlapping)
+    return () if out.shape == self_.shape else (tuple(out.shape),)
+
+
+def _strided(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """A non-contiguous tensor of `shape`: every other element of a storage twice as long."""
+    full = torch.linspace(-1, 1, 2 * max(math.prod(shape), 1), dtype=torch.float64)
+    return full.to(dtype)[::2][: math.prod(shape)].reshape(shape) if shape else full.to(dtype)[0]
+
+
+def _self(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    n = math.prod(shape)
+    return torch.linspace(-0.9, 0.9, n, dtype=torch.float64).to(dtype).reshape(shape)
+
+
+def _recipe(probe: _Probe, dtype: torch.dtype) -> Recipe | None:
+    """The recipe of one probe: the shapes it runs on and what it returns there."""
+    outs: dict[str, tuple[Any, ...]] = {}
+    strided = True
+    item = None
+    for shape in SHAPES:
+        self_ = _self(shape, dtype)
+        got = probe.result(self_)
+        if got is None:
+            continue
+        outs[shape_key(shape)] = _meta(got[0], torch.empty(shape), probe.cls)
+        item = got[1]
+        if shape and math.prod(shape) > 1 and probe.result(_strided(shape, dtype)) is None:
+            strided = False
+    if not outs:
+        return None
+    first = next(s for s in SHAPES if shape_key(s) in outs)
+    dtypes = {}
+    for name, dt in _DT.items():
+        got = probe.result(_self(first, dt))
+        if got is not None:
+            dtypes[name] = _NAME[got[0].dtype]
+    return Recipe(
+        args=probe.args,
+        kwargs=probe.kwargs,
+        outs=outs,
+        dtypes=dtypes,
+        strided=strided,
+        differentiable=_differentiable(probe, first),
+        item=item,
+    )
+
+
+def _differentiable(probe: _Probe, shape: tuple[int, ...]) -> bool:
+    """A float32 self requiring grad gets a gradient through the result."""
+    leaf = _self(shape, torch.float32).requires_grad_()
+    self_ = leaf.clone() if probe.cls in ("inplace", "inplace_view") else leaf
+    try:
+        got = probe.result(self_)
+        if got is None or not got[0].requires_grad or not got[0].is_floating_point():
+            return False
+        got[0].sum().backward()
+    except Exception:  # noqa: BLE001 - no derivative, or one that raises
+        return False
+    return leaf.grad is not None
+
+
+def _sample_dtype(opinfo: Any) -> torch.dtype | None:
+    supported = opinfo.supported_dtypes("cpu")
+    return next((dt for dt in _DT.values() if dt in supported), None)
+
+
+def _probes(
+    opinfo: Any, overloads: dict[str, list[tuple[str, Any, str]]]
+) -> Iterator[tuple[str, str, _Probe, torch.Tensor]]:
+    """(base, overload, probe, the sample's input) for each overload and encodable sample."""
+    dtype = _sample_dtype(opinfo)
+    if dtype is None:
+        return
+    names = {opinfo.aten_name, opinfo.name.split(".")[-1]}
+    names |= {n + "_" for n in names}
+    try:
+        samples = list(itertools.islice(opinfo.sample_inputs("cpu", dtype), _SAMPLES_PER_OP))
+    except Exception:  # noqa: BLE001 - a sample function that fails here gives no recipe
+        return
+    for base in sorted(n for n in names if n in overloads):
+        for overload, op, cls in overloads[base]:
+            if cls == "out":
+                continue
+            for sample in samples:
+                x = sample.input
+                if not isinstance(x, torch.Tensor) or x.layout != torch.strided:
+                    continue
+                if x.dtype not in _NAME or type(x) is not torch.Tensor:
+                    continue
+                try:
+                    args = ("self", *(_encode(a, sample.input) for a in sample.args))
+                    kwargs = tuple(
+                        (k, _encode(v, sample.input)) for k, v in sorted(sample.kwargs.items())
+                    )
+                except _Unencodable:
+                    continue
+                yield base, overload, _Probe(op, cls, args, kwargs), sample.input
+
+
+def _rounding(op: Any, cls: str) -> bool:
+    if cls in ("view", "inplace_view"):
+        return False
+    return bool(
+        torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd")
+    )
+
+
+def _census() -> tuple[dict[str, list[tuple[str, Any, str]]], dict[str, dict[str, str]]]:
+    overloads: dict[str, list[tuple[str, Any, str]]] = {}
+    census: dict[str, dict[str, str]] = {c: {} for c in CLASSES}
+    for base, overload, op, schema in _overloads():
+        cls = classify(schema, list(op.tags))
+        overloads.setdefault(base, []).append((overload, op, cls))
+        skip = next(
+            (why for t, why in _SKIP_TAGS.items() if getattr(torch.Tag, t, None) in op.tags), None
+        )
+        census[cls].setdefault(base, "no CPU OpInfo sample binds to it")
+        if skip:
+            census[cls][base] = skip
+    if "out" in census:
+        for base in census["out"]:
+            census["out"][base] = "out= variants are not drawn yet"
+    return overloads, census
+
+
+def derive() -> Table:
+    """The installed torch's vocabulary table (about two minutes on two cores)."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    torch.manual_seed(0)
+    overloads, census = _census()
+    skipped = {b for c in census.values() for b, why in c.items() if why in _SKIP_TAGS.values()}
+    found: dict[tuple[str, str], tuple[str, list[Recipe], Any]] = {}
+    sampled: dict[str, set[str]] = {c: set() for c in CLASSES}
+    for opinfo in op_db:
+        for base, overload, probe, sample in _probes(opinfo, overloads):
+            if base in skipped or probe.result(sample.detach().clone()) is None:
+                continue
+            sampled[probe.cls].add(base)  # a CPU sample binds: the class's denominator
+            recipe = _recipe(probe, sample.dtype)
+            if recipe is None:
+                census[probe.cls][base] = "its samples run on none of the generator's shapes"
+                continue
+            key = (base, overload)
+            entry = found.setdefault(key, (probe.cls, [], probe.op))
+            if recipe not in entry[1]:
+                entry[1].append(recipe)
+    ops = []
+    for (base, overload), (cls, recipes, op) in sorted(found.items()):
+        recipes.sort(key=lambda r: -len(r.outs))
+        ops.append(
+            VocabOp(
+                name=f"aten.{base}.{overload}",
+                cls=cls,
+                rounding=_rounding(op, cls),
+                recipes=tuple(recipes[:_RECIPES_PER_OVERLOAD]),
+            )
+        )
+        census[cls][base] = ""
+    version = torch.__version__.split("+")[0]
+    return Table(
+        torch=version,
+        ops=tuple(ops),
+        census=census,
+        sampled={c: tuple(sorted(v)) for c, v in sampled.items()},
+    )
