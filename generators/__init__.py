@@ -13,6 +13,7 @@ private modules; this module only re-exports.
 
 from . import _public
 from ._families import FAMILIES, FAMILY_TARGETS, reached
+from ._inductor import INDUCTOR_REASONS, inductor_reasons
 from ._program import Program, materialize
 from ._public import *  # noqa: F403  (programs() and a factory per family: _public.__all__)
 from ._render import render
@@ -38,6 +39,7 @@ from ._vocabulary import installed_release
 __all__ = [
     "FAMILIES",
     "FAMILY_TARGETS",
+    "INDUCTOR_REASONS",
     "INPLACE",
     "SPEC_VERSION",
     "VOCABULARY_DIR",
@@ -54,6 +56,7 @@ __all__ = [
     "ViewStep",
     "materialize",
     "reached",
+    "inductor_reasons",
     "installed_release",
     "render",
     "rounds",

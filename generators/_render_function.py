@@ -36,12 +36,15 @@ _FN2_FORWARD = {"scale": ["y = x * 3 + w * 2"], "sin": ["y = x.sin() * w"]}
 _FN2_GRAD = {"scale": ("g * 3", "g * 2"), "sin": ("g * x.cos() * w", "g * x.sin()")}
 
 
-def function_source(k: int, fn: FunctionSpec) -> str:
-    """A custom autograd.Function whose backward is the exact derivative of its forward."""
+def function_source(k: int, fn: FunctionSpec, log: bool = True) -> str:
+    """A custom autograd.Function whose backward is the exact derivative of its forward;
+    without `log`, its methods log nothing (a repro whose finding does not read the log)."""
     lines = [f"class Fn{k}(torch.autograd.Function):"]
     lines += _ctx_forward(k, fn) if fn.style == "ctx" else _setup_context_forward(k, fn)
     lines += ["", "    @staticmethod"]
     lines += _backward(k, fn)
+    if not log:
+        lines = [x for x in lines if not x.lstrip().startswith("_log_call(")]
     return "\n".join(lines)
 
 

@@ -240,3 +240,19 @@ def test_mark_dynamic_marks_every_subjects_arguments_and_the_capture_keeps_it() 
     assert "graph/dynamic" not in plain.wrapper_paths, plain.wrapper_paths
     found = crash_finding()
     assert "torch._dynamo.maybe_mark_dynamic(a, 0)" in render_repro(s, found, backend="aot_eager")
+
+
+def test_inductor_goes_to_programs_with_something_for_it_to_change() -> None:
+    """Note [Inductor by content]: 6 slots in 20 for a program with a reason, 1 for any
+    other; aot_eager as the partner (CUDA) takes its share whatever the program; slot 0, where
+    shrinking goes, is the base backend's."""
+    from generators import inductor_reasons
+    from pyfy_fuzz.campaign.explore import _takes_partner
+
+    specs = draw(programs(), 200, seed=0)
+    worthy = next(s for s in specs if inductor_reasons(s))
+    plain = next(s for s in specs if not inductor_reasons(s))
+    assert sum(_takes_partner(worthy, "inductor", 10, k) for k in range(20)) == 6
+    assert sum(_takes_partner(plain, "inductor", 10, k) for k in range(20)) == 1
+    assert sum(_takes_partner(worthy, "aot_eager", 4, k) for k in range(8)) == 2
+    assert not _takes_partner(worthy, "inductor", 10, 0)

@@ -11,11 +11,24 @@ sys.excepthook = lambda *e: (sys.__excepthook__(*e), sys.stdout.flush(), os._exi
 
 HOOK_LOG = []
 
+def _log_call(callee, *received):
+    """Log what torch handed user code (Note [What user code receives]); not while traced."""
+    if torch.compiler.is_dynamo_compiling():
+        return
+    fake = torch._subclasses.fake_tensor.is_fake  # the AOT front-end traces on fake tensors
+    if any(isinstance(v, torch.Tensor) and fake(v) for v in received):
+        return
+    HOOK_LOG.append((callee, *(None if v is None else _tensor_seen(v) for v in received)))
+
+def _tensor_seen(t):
+    version = None if t.is_inference() else t._version  # an inference tensor has no counter
+    return (tuple(t.shape), str(t.dtype), t.requires_grad, version)
+
 def _log_node_pre(grad_outputs):
-    HOOK_LOG.append(("node pre", len(grad_outputs)))
+    _log_call("node pre", *grad_outputs)
 
 def _log_node(grad_inputs, grad_outputs):
-    HOOK_LOG.append(("node", len(grad_inputs), len(grad_outputs)))
+    _log_call("node", *grad_inputs, *grad_outputs)
 
 def _hook_grad_fns(args):
     # a logging hook and pre-hook on the grad_fn of each non-leaf tensor argument
@@ -51,7 +64,7 @@ def observe(fn):
     loss = sum((o * torch.randn(o.shape, generator=g).to(o.dtype)).sum() for o in diff)
     if diff:
         loss.backward()
-    return sorted(take_hook_log())
+    return sorted(e[0] for e in take_hook_log() if "." not in e[0])
 
 def retain_grads(args, skip=()):
     """Non-leaf arguments requiring grad keep their .grad, as pyfy-fuzz's drive asks (but

@@ -370,28 +370,43 @@ def saved_hooks_summary():
 HOOK_LOG = []  # the hooks that ran, in order: pyfy-fuzz compares it between subjects
 
 
+def _log_call(callee, *received):
+    """Log what torch handed user code (Note [What user code receives]); not while traced."""
+    if torch.compiler.is_dynamo_compiling():
+        return
+    fake = torch._subclasses.fake_tensor.is_fake  # the AOT front-end traces on fake tensors
+    if any(isinstance(v, torch.Tensor) and fake(v) for v in received):
+        return
+    HOOK_LOG.append((callee, *(None if v is None else _tensor_seen(v) for v in received)))
+
+
+def _tensor_seen(t):
+    version = None if t.is_inference() else t._version  # an inference tensor has no counter
+    return (tuple(t.shape), str(t.dtype), t.requires_grad, version)
+
+
 def _double_grad(grad):
     return grad * 2
 
 
 def _log_grad_a(grad):
-    HOOK_LOG.append(("a", tuple(grad.shape)))
+    _log_call("a", grad)
 
 
 def _log_grad_b(grad):
-    HOOK_LOG.append(("b", tuple(grad.shape)))
+    _log_call("b", grad)
 
 
 def _log_accumulated(param):
-    HOOK_LOG.append(("accumulated", tuple(param.grad.shape)))
+    _log_call("accumulated", param, param.grad)
 
 
 def _log_node_pre(grad_outputs):
-    HOOK_LOG.append(("node pre", len(grad_outputs)))
+    _log_call("node pre", *grad_outputs)
 
 
 def _log_node(grad_inputs, grad_outputs):
-    HOOK_LOG.append(("node", len(grad_inputs), len(grad_outputs)))
+    _log_call("node", *grad_inputs, *grad_outputs)
 
 
 def _hook_grad_fns(args):
@@ -403,12 +418,12 @@ def _hook_grad_fns(args):
 
 
 def _module_hook(module, grad_input, grad_output):
-    HOOK_LOG.append(("module", len(grad_input), len(grad_output)))
+    _log_call("module", *grad_input, *grad_output)
     return tuple(None if g is None else g * 3 for g in grad_input)
 
 
 def _module_pre_hook(module, grad_output):
-    HOOK_LOG.append(("module pre", len(grad_output)))
+    _log_call("module pre", *grad_output)
     return None
 
 

@@ -217,7 +217,7 @@ class ScriptHead:
         if uses_effect_op(self.spec):
             lines += ["EFFECTS = []", *H.body_source(H.register_effect_op), ""]
         for k in self._functions():
-            fn = function_source(k, spec.functions[k]).splitlines()
+            fn = function_source(k, spec.functions[k], log=self._reads_log()).splitlines()
             lines += [x for x in fn if x.strip() or not self.compact] + [""]
         lines += self._hooks()
         return lines[:-1]
@@ -236,10 +236,10 @@ class ScriptHead:
             names += ["_module_pre_hook", "_module_hook"]
         if spec.plan.grad_fn_hooks:
             names += ["_log_node_pre", "_log_node", "_hook_grad_fns"]
-        logs = bool(set(names) - {"_double_grad"} or self._functions())
+        take = self._reads_log()
+        logs = bool(set(names) - {"_double_grad"} or (take and self._functions()))
         logger = ["_log_call", "_tensor_seen"] if logs else []  # what the others log with
         names = list(dict.fromkeys(logger + names))
-        take = "take_hook_log()" in self.check.fact
         lines = ["HOOK_LOG = []", ""] if take or logs else []
         for n in names:
             lines += [*H.function_from(HOOKS, n), ""]
@@ -248,6 +248,10 @@ class ScriptHead:
         if self._logs_saved_hooks():
             lines += [*saved_hooks_source().splitlines(), ""]
         return lines
+
+    def _reads_log(self) -> bool:
+        """The fact is read off HOOK_LOG: only then do the custom Functions log too."""
+        return "take_hook_log()" in self.check.fact
 
     def _logs_saved_hooks(self) -> bool:
         """The fact is what the saved-tensor hooks saw: the program's logging hooks, not the
