@@ -84,6 +84,8 @@ class Builder:
     ints: dict[str, int] = field(default_factory=dict)
     root_vals: list[Val] = field(default_factory=list)
     grad_on: bool = True
+    # Inside an inference_mode block the context axis drew (Note [The context axis]).
+    inference_on: bool = False
     grad_toggled: bool = False
     # The variant call a family asks for itself, in place of a drawn one (_later_aliasing).
     later: str | None = None

@@ -66,7 +66,7 @@ _BASE_WEIGHTS = {
     "cast": 1,
     "detach": 1,
     # torch's own vocabulary (_stmts_aten.py); last, so a shrunk draw still lands on "unary".
-    "aten": 8,
+    "aten": 16,
 }
 
 

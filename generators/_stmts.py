@@ -51,7 +51,14 @@ def _kind(v: Val) -> str:
 
 
 def tensors(b: Builder, pred: Callable[[Val], bool] | None = None) -> list[Val]:
-    return [v for v in b.vals.values() if pred is None or pred(v)]
+    """The values a statement may read: an inference tensor only inside inference_mode (out
+    of it, eager refuses to save it for backward or write it in place: it is returned at
+    most; Note [The context axis] in _strategy.py)."""
+    return [
+        v
+        for v in b.vals.values()
+        if (b.inference_on or not v.inference) and (pred is None or pred(v))
+    ]
 
 
 def bind(b: Builder, val: Val, stmt: Stmt) -> Val:
@@ -297,6 +304,8 @@ def stmt_detach(b: Builder, target: Val | None = None) -> bool:
 def mutable(b: Builder, v: Val, grad_on: bool) -> bool:
     """Whether eager allows an in-place data write to v in the given grad mode."""
     if v.overlapping or v.custom_view or v.param and grad_on:
+        return False
+    if v.inference and not b.inference_on:
         return False
     if v.family in b.saved_families and b.backward:
         return False

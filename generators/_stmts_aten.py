@@ -206,12 +206,10 @@ def stmt_aten(b: Builder) -> bool:
     no op of the drawn class fits any value."""
     cls = b.pick(ATEN_CLASSES)
     values = [v for v in tensors(b, _eligible) if _legal(b, cls, v)]
-    if not values:
+    fitting = [(v, opts) for v in values if (opts := _candidates(b, cls, v, b.grad_on))]
+    if not fitting:
         return False
-    v = b.pick(values)
-    options = _candidates(b, cls, v, b.grad_on)
-    if not options:
-        return False
+    v, options = b.pick(fitting)
     op, recipe = b.pick(options)
     args = _args(b, op, recipe, v)
     _APPLY[cls](b, op, recipe, v, args)

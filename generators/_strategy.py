@@ -37,7 +37,7 @@ from ._stmts_aten import stmt_aten
 from ._stmts_extra import stmt_batchnorm, stmt_effect, stmt_function, stmt_hook, stmt_rng
 from ._variants import variant_changes
 
-__all__ = ["GROUPS", "build", "family_strategy", "random_stmt"]
+__all__ = ["GROUPS", "build", "family_strategy", "in_context", "random_stmt"]
 
 
 # ------------------------------------------------------------------ the random tail
@@ -66,7 +66,8 @@ GROUPS = {
 
 
 def random_stmt(b: Builder) -> None:
-    """One statement from the profile's weighted groups (falls back to unary, then nothing)."""
+    """One statement from the profile's weighted groups (falls back to unary, then nothing),
+    under a context drawn apart from the group (Note [The context axis])."""
     weights = [(g, w) for g, w in b.profile.weights.items() if w > 0]
     x = b.integer(0, sum(w for _, w in weights) - 1)
     group = weights[-1][0]
@@ -75,8 +76,56 @@ def random_stmt(b: Builder) -> None:
             group = name
             break
         x -= w
-    if not GROUPS[group](b):
+    ctx = _axis_context(b, group)
+    if not in_context(b, ctx, GROUPS[group]):
         stmt_unary(b)
+
+
+# Note [The context axis]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# Which autograd state a statement runs in is drawn apart from what the statement is (issue
+# 36: no ingredient confined to the family that introduced it): any group but those that set
+# grad mode themselves or break the graph (grad_mode, effect) may run inside `with
+# torch.no_grad()`, `torch.enable_grad()` or `torch.inference_mode()`, about one statement
+# in four. The group is drawn *under* the context, so the model sees its grad mode (no result
+# requires grad under no_grad) and its inference mode: a tensor made inside inference_mode is
+# an inference tensor, which eager refuses to save for backward or write in place outside
+# it, so outside it is returned at most (`_stmts.tensors`). A statement whose group drew a
+# context of its own keeps that one (a Stmt has one `ctx`); the rest of what the group
+# appended takes the drawn one. One draw per statement; 0, where shrinking goes, is none.
+_AXIS_CONTEXTS = ("no_grad", "enable_grad", "inference_mode")
+_UNWRAPPED = frozenset({"grad_mode", "effect"})
+
+
+def _axis_context(b: Builder, group: str) -> str | None:
+    k = b.integer(0, 11)
+    if group in _UNWRAPPED or k < 9:
+        return None
+    return _AXIS_CONTEXTS[k - 9]
+
+
+def in_context(b: Builder, ctx: str | None, draw: Callable[[Builder], bool]) -> bool:
+    """Draw one statement group's statements with the builder in `ctx`'s modes, and put the
+    statements it appended (those without a context of their own) under `ctx`."""
+    if ctx is None:
+        return draw(b)
+    start, saved = len(b.body), (b.grad_on, b.inference_on)
+    b.grad_on = ctx == "enable_grad"
+    b.inference_on = b.inference_on or ctx == "inference_mode"
+    try:
+        if not draw(b):
+            return False
+    finally:
+        b.grad_on, b.inference_on = saved
+    for i in range(start, len(b.body)):
+        stmt = b.body[i]
+        if stmt.ctx is None:
+            b.body[i] = replace(stmt, ctx=ctx)
+            if ctx == "inference_mode":
+                for name in stmt.outs:
+                    b.vals[name] = replace(b.vals[name], inference=True, requires_grad=False)
+    event(f"context: {ctx}")
+    return True
 
 
 # ------------------------------------------------------------------ outputs and plan

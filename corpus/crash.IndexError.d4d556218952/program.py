@@ -193,7 +193,11 @@ def to_overlapping(args):
     of one storage, the second shifted by one element (a partial overlap), with call 0's
     values."""
     args = list(args)
-    ptrs = [a.untyped_storage().data_ptr() if type(a) is torch.Tensor else 0 for a in args]
+    # an empty tensor's data_ptr is 0: it shares memory with nothing (itself passed twice aside)
+    ptrs = [
+        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None
+        for a in args
+    ]
     free = [
         i
         for i, a in enumerate(args)
@@ -243,7 +247,11 @@ def detached(args):
 def to_strided(args):
     """strided: contiguous leaf arguments sharing memory with no other argument become leaves
     over every other element of a storage twice as long (same values, same requires_grad)."""
-    ptrs = [a.untyped_storage().data_ptr() if type(a) is torch.Tensor else 0 for a in args]
+    # an empty tensor's data_ptr is 0: it shares memory with nothing (itself passed twice aside)
+    ptrs = [
+        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None
+        for a in args
+    ]
     out = []
     for a, ptr in zip(args, ptrs, strict=True):
         if type(a) is torch.Tensor and a.dim() and a.is_contiguous() and a.is_leaf:
@@ -260,7 +268,11 @@ def to_shared(args):
     other become two views of one new storage with the first's values: distinct objects, the
     same memory, each keeping its requires_grad and leafness."""
     args = list(args)
-    ptrs = [a.untyped_storage().data_ptr() if type(a) is torch.Tensor else 0 for a in args]
+    # an empty tensor's data_ptr is 0: it shares memory with nothing (itself passed twice aside)
+    ptrs = [
+        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None
+        for a in args
+    ]
     free = [
         i
         for i, a in enumerate(args)

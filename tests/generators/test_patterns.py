@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, find, settings
 
-from generators import ProgramSpec, programs
+from generators import ProgramSpec, Stmt, programs
+from generators._vocabulary import table
 from pyfy_fuzz.schema.paths import spec_paths
 from pyfy_fuzz.schema.spec import RANDOM_OPS
 
@@ -36,8 +37,39 @@ def _inputs(spec: ProgramSpec) -> set[str]:
     return {f"a{k}" for k, i in enumerate(spec.inputs) if i.kind != "int"}
 
 
+def _aten_class(s: Stmt) -> str | None:
+    """An aten statement's class in the vocabulary (Note [Op classes]); None for other ops."""
+    if s.op != "aten":
+        return None
+    return next((op.cls for op in table().ops if op.name == s.args[0]), None)
+
+
 def _written(spec: ProgramSpec, name: str, after: int = -1) -> bool:
-    return any(s.op.endswith("_") and s.args[:1] == (name,) for s in spec.body[after + 1 :])
+    return any(
+        (s.op.endswith("_") and s.args[:1] == (name,))
+        or (_aten_class(s) == "inplace" and s.args[1:2] == (name,))
+        for s in spec.body[after + 1 :]
+    )
+
+
+def _views(spec: ProgramSpec) -> dict[str, str]:
+    """view name -> what it views: view statements, and aten ops of the view class."""
+    out = {s.outs[0]: str(s.args[0]) for s in spec.body if s.op == "view"}
+    out.update({s.outs[0]: str(s.args[1]) for s in spec.body if _aten_class(s) == "view"})
+    return out
+
+
+# Reductions: the sum statement, and the vocabulary's reductions by name.
+_REDUCTIONS = ("sum", "mean", "amax", "amin", "prod", "nansum", "logsumexp")
+
+
+def _reduces(s: Stmt) -> str | None:
+    """What a reduction statement reduces."""
+    if s.op == "sum":
+        return str(s.args[0])
+    if s.op == "aten" and str(s.args[0]).split(".")[1] in _REDUCTIONS:
+        return str(s.args[1])
+    return None
 
 
 def _returned(spec: ProgramSpec) -> set[str]:
@@ -105,11 +137,11 @@ def _write_then_detach_out(spec: ProgramSpec) -> bool:
 def _write_then_reduced_view(spec: ProgramSpec) -> bool:
     """A reduction of a view of an argument written in place (#163929's view: a transpose,
     one of the views drawn)."""
-    viewed = {s.outs[0]: str(s.args[0]) for s in spec.body if s.op == "view"}
+    viewed = _views(spec)
     return any(
-        s.op == "sum"
-        and viewed.get(str(s.args[0])) in _inputs(spec)
-        and _written(spec, viewed[str(s.args[0])])
+        (r := _reduces(s)) is not None
+        and viewed.get(r) in _inputs(spec)
+        and _written(spec, viewed[r])
         for s in spec.body
     )
 
