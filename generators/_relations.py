@@ -46,8 +46,7 @@ def to_overlapping(args):  # type: ignore[no-untyped-def]
     args = list(args)
     # an empty tensor's data_ptr is 0: it shares memory with nothing (itself passed twice aside)
     ptrs = [
-        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None
-        for a in args
+        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None for a in args
     ]
     free = [
         i
@@ -100,8 +99,7 @@ def to_strided(args):  # type: ignore[no-untyped-def]
     over every other element of a storage twice as long (same values, same requires_grad)."""
     # an empty tensor's data_ptr is 0: it shares memory with nothing (itself passed twice aside)
     ptrs = [
-        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None
-        for a in args
+        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None for a in args
     ]
     out = []
     for a, ptr in zip(args, ptrs, strict=True):
@@ -121,8 +119,7 @@ def to_shared(args):  # type: ignore[no-untyped-def]
     args = list(args)
     # an empty tensor's data_ptr is 0: it shares memory with nothing (itself passed twice aside)
     ptrs = [
-        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None
-        for a in args
+        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None for a in args
     ]
     free = [
         i

@@ -196,8 +196,7 @@ def to_overlapping(args):
     args = list(args)
     # an empty tensor's data_ptr is 0: it shares memory with nothing (itself passed twice aside)
     ptrs = [
-        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None
-        for a in args
+        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None for a in args
     ]
     free = [
         i
@@ -250,8 +249,7 @@ def to_strided(args):
     over every other element of a storage twice as long (same values, same requires_grad)."""
     # an empty tensor's data_ptr is 0: it shares memory with nothing (itself passed twice aside)
     ptrs = [
-        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None
-        for a in args
+        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None for a in args
     ]
     out = []
     for a, ptr in zip(args, ptrs, strict=True):
@@ -271,8 +269,7 @@ def to_shared(args):
     args = list(args)
     # an empty tensor's data_ptr is 0: it shares memory with nothing (itself passed twice aside)
     ptrs = [
-        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None
-        for a in args
+        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None for a in args
     ]
     free = [
         i

@@ -195,8 +195,7 @@ def to_overlapping(args):
     args = list(args)
     # an empty tensor's data_ptr is 0: it shares memory with nothing (itself passed twice aside)
     ptrs = [
-        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None
-        for a in args
+        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None for a in args
     ]
     free = [
         i
@@ -249,8 +248,7 @@ def to_strided(args):
     over every other element of a storage twice as long (same values, same requires_grad)."""
     # an empty tensor's data_ptr is 0: it shares memory with nothing (itself passed twice aside)
     ptrs = [
-        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None
-        for a in args
+        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None for a in args
     ]
     out = []
     for a, ptr in zip(args, ptrs, strict=True):
@@ -270,8 +268,7 @@ def to_shared(args):
     args = list(args)
     # an empty tensor's data_ptr is 0: it shares memory with nothing (itself passed twice aside)
     ptrs = [
-        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None
-        for a in args
+        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None for a in args
     ]
     free = [
         i
