@@ -78,6 +78,8 @@ def unbound(spec: ProgramSpec) -> list[str]:
             refs = [s.args[1]]
         elif s.op in ("to", "view"):  # (operand, dtype or view op, constants)
             refs = [s.args[0]]
+        elif s.op == "aten":  # (overload name, arguments: refs are the strings among them)
+            refs = [a for a in s.args[1:] if isinstance(a, str)]
         else:
             refs = [a for a in s.args if isinstance(a, str)]
         missing += [r for r in refs if r not in bound]

@@ -252,3 +252,38 @@ def test_an_autograd_error_raised_at_the_call_instead_of_backward_is_by_design()
     (f, *_) = forward_only.findings
     assert (f.kind, f.subject) == ("crash", "torch.compile")
     assert "error-at-compile-not-backward" not in forward_only.excused
+
+
+# ---------------------------------------------------------- a capture of a refused program
+
+
+def _capture_crash(ev: oracles.Evidence) -> oracles.Evidence:
+    """The same case where the file was never made: the capture raised while compiling."""
+    from pyfy_fuzz.schema.observation import ExcObs
+
+    crash = ExcObs("RuntimeError", ("RuntimeError",), "returned an invalid gradient", "compile")
+    assert ev.pythonified is not None
+    return replace(ev, pythonified=replace(ev.pythonified, setup_error=crash))
+
+
+def test_a_capture_crash_on_a_program_eager_refuses_is_not_pythonifys():
+    """Note [A capture of a program eager refuses]: eager refuses a write into a view of a
+    leaf requiring grad; the capture's crash there is torch's handling of an invalid program."""
+    leaf_view = spec(
+        [("view", ("a0", "slice", 0, 0, 2, 1), ("v0",)), ("mul_", ("v0", 2), ())], ["v0"]
+    )
+    ev = _capture_crash(
+        evidence(leaf_view, compiled_wrap=lambda fn: fn, pythonified_wrap=lambda fn: fn)
+    )
+    assert ev.eager.calls[0].raised is not None
+    assert [f for f in oracles.check_all(ev) if f.subject == "pythonify"] == []
+
+
+def test_a_capture_crash_on_a_program_eager_runs_is_pythonifys():
+    plain = spec([("mul2", ("a0",), ("v0",))], ["v0"])
+    ev = _capture_crash(
+        evidence(plain, compiled_wrap=lambda fn: fn, pythonified_wrap=lambda fn: fn)
+    )
+    assert ev.eager.calls[0].raised is None
+    (f,) = [f for f in oracles.check_all(ev) if f.subject == "pythonify"]
+    assert f.kind == "crash"
