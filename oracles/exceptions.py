@@ -68,6 +68,8 @@ def check(ev: Evidence) -> list[Finding]:
         for i, (r, g) in enumerate(zip(ref.calls, got.calls, strict=False)):
             if subject == "pythonify" and ev.eager.calls[i].raised is None and r.raised is not None:
                 continue  # torch.compile crashed here; that is its finding, not pythonify's
+            if subject == "pythonify" and _refused_where_torch_recompiled(ev, i, g.raised):
+                continue  # Note [A plan call torch.compile recompiled]
             how = raise_difference(r.raised, g.raised)
             if how is None:
                 if (
@@ -108,6 +110,24 @@ def check(ev: Evidence) -> list[Finding]:
 # pre-squeeze shape, raised only by the capture because the plan ran no backward -- and
 # torch.compile accepting the program at all is already torch.compile's finding. So a setup
 # error of the file is pythonify's only where eager ran call 0.
+
+
+# Note [A plan call torch.compile recompiled]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A call of the plan gets fresh arguments of call 0's kind, but what the function reads beside
+# them may have changed since: a module's buffer that call 0 wrote with a value requiring
+# grad (`self.b0.copy_(x + self.p0)`) requires grad from then on. Dynamo's guards reject the
+# call and torch.compile recompiles; the pythonified file, which cannot recompile, raises
+# PythonifyGuardError -- its contract for any call its compile did not cover. So where
+# torch.compile recompiled at that call or an earlier later call (whose new graph it keeps
+# using), the file's guard error is not a crash.
+
+
+def _refused_where_torch_recompiled(ev: Evidence, i: int, raised: ExcObs | None) -> bool:
+    if raised is None or raised.short_type != "PythonifyGuardError":
+        return False
+    refs = [ev.compiled, ev.capture]  # at this call or one before it (the new graph stays)
+    return any(r is not None and any(c.recompiled for c in r.calls[1 : i + 1]) for r in refs)
 
 
 def _eager_refuses(ev: Evidence) -> bool:

@@ -310,7 +310,12 @@ def observe_subject(
     calls: list[CallObs] = []
     live: list[list[Any]] = []
     for seed in range(plan.calls):
+        graphs, reasons = _dynamo_graphs(), _guard_failures()
         call_obs, outs = observe_call(program, target, seed, None)
+        if seed:  # a later call's guards may reject what call 0 left behind (module state)
+            failed = _guard_failures_since(reasons)
+            recompiled = _dynamo_graphs() > graphs or bool(failed)
+            call_obs = replace(call_obs, recompiled=recompiled, recompile_reasons=failed)
         calls.append(call_obs)
         live.append(outs)
     calls = [

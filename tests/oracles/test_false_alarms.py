@@ -287,3 +287,47 @@ def test_a_capture_crash_on_a_program_eager_runs_is_pythonifys():
     assert ev.eager.calls[0].raised is None
     (f,) = [f for f in oracles.check_all(ev) if f.subject == "pythonify"]
     assert f.kind == "crash"
+
+
+# ------------------------------------------------------ a plan call torch.compile recompiled
+
+
+def _guard_error_at_call_1(ev: oracles.Evidence, recompiled: bool) -> oracles.Evidence:
+    """The file refuses call 1 (a module's buffer call 0 made require grad); torch.compile
+    recompiled there, or did not."""
+    from pyfy_fuzz.schema.observation import ExcObs
+
+    guard = ExcObs(
+        "pyfy_fuzz.pythonify.errors.PythonifyGuardError",
+        ("PythonifyGuardError",),
+        "L['self']._buffers['b0']: expected requires_grad=False, got True",
+        "call",
+    )
+    assert ev.pythonified is not None
+    calls = list(ev.pythonified.calls)
+    calls[1] = replace(calls[1], raised=guard)
+    compiled = list(ev.compiled.calls)
+    compiled[1] = replace(compiled[1], recompiled=recompiled)
+    return replace(
+        ev,
+        compiled=replace(ev.compiled, calls=compiled),
+        pythonified=replace(ev.pythonified, calls=calls),
+    )
+
+
+def test_the_file_refusing_a_call_torch_compile_recompiled_is_its_contract():
+    """Note [A plan call torch.compile recompiled]."""
+    plain = spec([("mul2", ("a0",), ("v0",))], ["v0"])
+    ev = evidence(plain, compiled_wrap=lambda fn: fn, pythonified_wrap=lambda fn: fn)
+    crashes = [
+        f
+        for f in oracles.check_all(_guard_error_at_call_1(ev, recompiled=True))
+        if f.subject == "pythonify" and f.oracle == "exceptions"
+    ]
+    assert crashes == []
+    (f,) = [
+        f
+        for f in oracles.check_all(_guard_error_at_call_1(ev, recompiled=False))
+        if f.subject == "pythonify" and f.oracle == "exceptions"
+    ]
+    assert f.kind == "crash"

@@ -3,8 +3,12 @@ a usable history; programs the file cannot model are refused rather than silentl
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 import torch
 
+from pyfy_fuzz.pythonify import PythonifyUnsupported, pythonify
 from pyfy_fuzz.pythonify.inputs import clone_preserving_aliasing
 
 
@@ -261,3 +265,18 @@ def test_a_region_given_inference_tensors_by_the_one_before_runs(tmp_path):
         got = mod.call(*made[1])
         want = f(*made[2])
     assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
+
+
+def test_dynamo_failing_inside_its_tracing_is_a_refusal_not_a_crash(tmp_path: Path) -> None:
+    """tensor_split by a tensor of indices: under fullgraph=True Dynamo raises
+    InternalTorchDynamoError (PendingUnbackedSymbolNotFound) where torch.compile without it
+    breaks the graph and runs; the capture declines (no graph reached its backend)."""
+
+    def f(a0: torch.Tensor) -> torch.Tensor:
+        indices = torch.tensor((1, 2, 3), dtype=torch.int64)
+        return torch.ops.aten.tensor_split.indices(a0, indices)[0]
+
+    x = torch.randn(4)
+    torch.compile(f, backend="aot_eager")(x)  # torch.compile itself runs it
+    with pytest.raises(PythonifyUnsupported, match="Dynamo failed while tracing under fullgraph"):
+        pythonify(f, (x,), tmp_path / "f.py")

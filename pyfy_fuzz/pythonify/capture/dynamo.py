@@ -234,6 +234,14 @@ def capture_dynamo(
         if isinstance(exc.inner_exception, PythonifyUnsupported):
             raise exc.inner_exception from exc
         raise
+    except torch._dynamo.exc.InternalTorchDynamoError as exc:
+        # Dynamo failing inside its own tracing under fullgraph=True (found: tensor_split by
+        # a tensor of indices, PendingUnbackedSymbolNotFound, where torch.compile without
+        # fullgraph breaks the graph and runs): no graph reached our backend, so nothing of
+        # the wrappers to model. torch.compile is still judged against eager on the program.
+        raise PythonifyUnsupported(
+            "Dynamo failed while tracing under fullgraph", str(exc).splitlines()[0][:200]
+        ) from exc
     rec.done = True
     if rec.calls == 0:
         raise PythonifyUnsupported("a program without a compiled graph", "Dynamo traced no ops")
