@@ -22,6 +22,7 @@ import hashlib
 import itertools
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -159,9 +160,10 @@ class _Explorer:
             ch.send(Note(f"worker recycled: {ch.broken.describe()}"))
             run.recycle = f"recycled: {ch.broken.describe()}"
             raise _Stop  # a bug being shrunk is saved as Hypothesis left it (interrupted)
-        found = {f["coarse"]: f for f in reversed(outcome.findings)}  # first one wins
+        findings = _wanted(self.config.campaign, outcome.findings)
+        found = {f["coarse"]: f for f in reversed(findings)}  # first one wins
         if run.target is None:
-            new = [f["coarse"] for f in outcome.findings if ch.known.match(f) is None]
+            new = [f["coarse"] for f in findings if ch.known.match(f) is None]
             if not new:
                 if len(self.pool) > run.pool and run.cases >= REFRESH_CASES:
                     raise _Refresh  # the next run draws from the grown pool
@@ -178,6 +180,15 @@ class _Explorer:
         # One raise site: Hypothesis tells bugs apart by where they are raised, and would
         # not shrink "found" and "improved" as one bug.
         raise _Interesting(run.target)
+
+
+def _wanted(c: CampaignConfig, findings: Sequence[FindingDict]) -> list[FindingDict]:
+    """The findings this worker shrinks and reports: all of them, but only those against
+    `stop_on_subject` in a campaign that stops at one (the self-test's "the planted bug was
+    caught": shrinking and saving torch's own bugs met on the way took its budget once the
+    grammar drew torch's whole vocabulary; the campaign still reads every case's findings)."""
+    subject = c.stop_on_subject
+    return [f for f in findings if subject is None or f.get("subject") == subject]
 
 
 def explore(ch: Channel, config: WorkerConfig, impl: PythonifyImpl, job: Explore) -> str:
