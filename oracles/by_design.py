@@ -145,6 +145,19 @@ BY_DESIGN: tuple[ByDesign, ...] = (
         "eager runs and torch.compile still raises, is (pytorch#185497).",
     ),
     ByDesign(
+        "error-at-call-not-first-use",
+        "exceptions",
+        "torch.compile raises 'A view was created in no_grad mode and its base or another view "
+        "of its base has been modified inplace with grad mode enabled' at the call, where "
+        "eager returns such a view",
+        "eager hands back a view autograd forbids using: its is_leaf, grad_fn and any op on it "
+        "raise that same documented error (autograd's handle_view_on_rebase; pytorch#113793, "
+        "closed as expected: eager raises on print too). AOTAutograd's metadata analysis reads "
+        "each output's grad_fn while tracing, so it meets the refusal at the call. Excused only "
+        "where eager's returned output was recorded as refused and the compile's error is that "
+        "refusal (found as a torch bug, N11's no_grad-view form, by the issue-36 triage).",
+    ),
+    ByDesign(
         "dynamo-wrapped-exception",
         "exceptions",
         "Dynamo raises TorchRuntimeError where eager raises the user-level error",

@@ -10,7 +10,7 @@ torch.compile itself crashed are skipped: that crash is already torch.compile's 
 from __future__ import annotations
 
 from pyfy_fuzz.schema.difference import PROBES, CallRef, Difference
-from pyfy_fuzz.schema.observation import ExcObs, SubjectObs
+from pyfy_fuzz.schema.observation import CallObs, ExcObs, SubjectObs, TensorObs
 
 from ._base import finding
 from ._calls import exc_facts, raise_difference
@@ -83,6 +83,9 @@ def check(ev: Evidence) -> list[Finding]:
                 break
             if how == "returned" and subject == "torch.compile" and net_noop_backward_error(r, g):
                 break
+            if how == "raised" and subject == "torch.compile" and g.raised is not None:
+                if _refused_on_first_use(r, g.raised):
+                    break
             d = raise_diff(NAME, subject, CallRef("plan", i), how, r.raised, g.raised)
             crash = how == "raised" and (
                 subject == "torch.compile" or ev.eager.calls[i].raised is None
@@ -130,6 +133,23 @@ def _refused_where_torch_recompiled(ev: Evidence, i: int, raised: ExcObs | None)
     return any(r is not None and any(c.recompiled for c in r.calls[1 : i + 1]) for r in refs)
 
 
+# The words of autograd's handle_view_on_rebase for a view made under no_grad whose base was
+# then written with grad on (torch/csrc/autograd/variable.cpp).
+_FORBIDDEN_VIEW = "was created in no_grad mode and its base or another view of its base"
+
+
+def _refused_on_first_use(ref: CallObs, raised: ExcObs) -> bool:
+    """by_design: error-at-call-not-first-use. Eager returned an output autograd refuses to
+    describe (its grad_fn recorded as refused: recording.tensor_obs), and torch.compile raised
+    that same refusal at the call."""
+    refused = any(
+        isinstance(o, TensorObs) and str(o.grad_fn).startswith("<refused") for o in ref.outputs
+    )
+    if refused and _FORBIDDEN_VIEW in raised.message:
+        return excuse("error-at-call-not-first-use")
+    return False
+
+
 def _eager_refuses(ev: Evidence) -> bool:
     return bool(ev.eager.calls) and ev.eager.calls[0].raised is not None
 
@@ -163,6 +183,9 @@ def _probe_calls(subject: str, ref: SubjectObs, got: SubjectObs) -> Difference |
             # its contract, as on the guards oracle's variant call.
             continue
         how = raise_difference(r, g)
+        if how == "raised" and g is not None and ref.calls and subject == "torch.compile":
+            if _refused_on_first_use(ref.calls[0], g):  # a fresh call of the same program
+                continue
         if how is not None:
             return raise_diff(NAME, subject, CallRef("probe", probe=what), how, r, g)
     return None

@@ -182,3 +182,20 @@ def test_a_target_without_guards_runs_no_later_call() -> None:
 
     obs = observe_subject(program, Target("torch.compile", fn), probes=False, later_calls=False)
     assert obs.variant is None and obs.sequence == [] and seen == [(3,)]
+
+
+def test_a_refused_write_that_wrote_first_is_not_blamed_on_the_next_one():
+    """Eager's write into an inference tensor outside inference_mode writes, then raises; the
+    next output's write must not be said to change it (the issue-36 triage's 26d5)."""
+    from dataclasses import replace
+
+    from generators import materialize
+
+    s = spec([("mul2", ("a0",), ("v0",))], ["v0", "a0"], shape=(3,), grad="none")
+    s = replace(s, body=(replace(s.body[0], ctx="inference_mode"),))
+    program = materialize(s)
+    obs = observe_subject(program, Target("eager", program.make_fn()))
+    probe = obs.mutation_probe
+    assert isinstance(probe, list) and len(probe) == 2
+    assert probe[0].raised is not None  # an inference tensor, written outside inference_mode
+    assert probe[1].raised is None and probe[1].changed_outputs == ()

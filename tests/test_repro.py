@@ -1344,3 +1344,27 @@ def test_a_later_calls_exception_is_compared_call_by_call_under_the_campaigns_dy
     assert "dynamic=False" in source
     one_call = render_repro(MUTATED, CASES[0][2], backend="aot_eager")
     assert "dynamic=" not in one_call
+
+
+def test_an_outputs_is_inference_is_called_not_compared_as_a_method() -> None:
+    """Tensor.is_inference is a method: `out.is_inference` compares two bound methods, which
+    always differ, so such a repro could never say fixed (the issue-36 triage's e9be)."""
+    d = D("autograd", "output", "is_inference", index=0, expected=True, actual=False)
+    spec = CASES[0][1]
+    check = read_check(spec, finding(CD, "autograd", TC, d))
+    assert check.fact.endswith(".is_inference()"), check.fact
+
+
+def test_an_inputs_values_are_read_after_the_backwards_the_campaign_ran() -> None:
+    """observe reads the arguments after the drive's backwards: a custom Function whose
+    backward writes a forward input shows only then (the issue-36 triage's f88a)."""
+    d = D("mutation", "input", "values", name="a0", **V)
+    writes = replace(MUTATED, functions=(FunctionSpec(body="bw_mutate"),))
+    for second, backward in ((None, "first"), ("retain", "second-outcome")):
+        plan = replace(writes.plan, backward=True, second_backward=second)
+        spec = replace(writes, plan=plan)
+        assert read_check(spec, finding(CD, "mutation", TC, d)).backward == backward
+    no_backward = replace(writes, plan=replace(writes.plan, backward=False))
+    assert read_check(no_backward, finding(CD, "mutation", TC, d)).backward == ""
+    plain = replace(MUTATED, plan=replace(MUTATED.plan, backward=True))
+    assert read_check(plain, finding(CD, "mutation", TC, d)).backward == ""  # stays short

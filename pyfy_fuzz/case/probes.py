@@ -94,6 +94,10 @@ def mutation_probe(program: Program, target: Target, seed: int) -> list[ProbeObs
             _mutate(o)
         except Exception as exc:
             probes.append(ProbeObs(k, exc_obs(exc, "probe")))
+            # A refused write may have written first (eager's copy_ into an inference tensor
+            # outside inference_mode writes, then raises): the next write's "what saw it"
+            # starts from what is there now, not from before this one.
+            before_in, before_out = _values_now(in_ts), _values_now(outs)
             continue
         now_in, now_out = _values_now(in_ts), _values_now(outs)
         probes.append(

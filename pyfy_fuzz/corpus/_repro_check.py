@@ -218,8 +218,10 @@ def _read_fact(spec: ProgramSpec, d: Difference) -> _Fact:  # noqa: C901 -- one 
     loc, p = d.locus, d.prop
     if loc == "output":
         j = d.index or 0
-        if p in ("requires_grad", "is_leaf", "is_inference"):
+        if p in ("requires_grad", "is_leaf"):
             return _Fact("equal", f"output {j}.{p}", f"{leaf(spec, j)}.{p}")
+        if p == "is_inference":  # a method, not an attribute: called, or two methods compare
+            return _Fact("equal", f"output {j}.{p}()", f"{leaf(spec, j)}.{p}()")
         if p == "grad_fn":
             return _Fact("presence", f"output {j}.grad_fn", f"{leaf(spec, j)}.grad_fn")
         if p == "is_input":
@@ -253,8 +255,9 @@ def _read_fact(spec: ProgramSpec, d: Difference) -> _Fact:  # noqa: C901 -- one 
     if loc == "version_probe":
         label = "whether backward refuses arguments whose version counter moved"
         return _Fact("raises", label, "bumped_backward(out, args)")
-    if loc == "input":
-        return _tensor_fact(_named(d.name), f"input {d.name} after the call", d)
+    if loc == "input":  # read after the drive's backwards, as observe reads it
+        after = _tensor_fact(_named(d.name), f"input {d.name} after the call", d)
+        return replace(after, backward=_plan_backwards(spec))
     if loc == "user_code":
         return _user_code_fact(d)
     if loc in ("grad", "grad2"):
@@ -262,6 +265,16 @@ def _read_fact(spec: ProgramSpec, d: Difference) -> _Fact:  # noqa: C901 -- one 
         grad = _tensor_fact(f"{_named(d.name)}.grad", what, d)
         return replace(grad, backward="second" if loc == "grad2" else "first")
     return _whole_call_fact(loc)
+
+
+def _plan_backwards(spec: ProgramSpec) -> str:
+    """The backwards the campaign's drive ran before it read the arguments: a write a
+    backward makes into a forward input (a custom Function's bw_mutate, the issue-36 triage's
+    f88a) shows only after them. Only such a program runs them: another repro stays as short
+    as the call."""
+    if not spec.plan.backward or not any(fn.body == "bw_mutate" for fn in spec.functions):
+        return ""
+    return "second-outcome" if spec.plan.second_backward == "retain" else "first"
 
 
 def _whole_call_fact(loc: str) -> _Fact:

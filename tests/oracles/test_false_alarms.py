@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 
 import pytest
 import torch
 
 import oracles
-from generators._spec import FunctionSpec, OutSpec
+from generators._spec import CallPlan, FunctionSpec, OutSpec
 from oracles.by_design import recording
 from pyfy_fuzz.case.dead_code import dead_statements
 from pyfy_fuzz.case.ground_truth import EagerQuirks
@@ -331,3 +332,58 @@ def test_the_file_refusing_a_call_torch_compile_recompiled_is_its_contract():
         if f.subject == "pythonify" and f.oracle == "exceptions"
     ]
     assert f.kind == "crash"
+
+
+# ------------------------------------------------- error-at-call-not-first-use (N11's form)
+
+_FORBIDDEN = (
+    "A view was created in no_grad mode and its base or another view of its base has been "
+    "modified inplace with grad mode enabled. Given that this use case is ambiguous and "
+    "error-prone, it is forbidden."
+)
+
+
+def _no_grad_view_then_base_written() -> Any:
+    """v0 = a0.sin(); with no_grad: v1 = v0[0:1]; v0.sin_() with grad on; return v1."""
+    s = spec(
+        [
+            ("sin", ("a0",), ("v0",)),
+            ("view", ("v0", "slice", 0, 0, 1, 1), ("v1",)),
+            ("sin_", ("v0",), ()),
+        ],
+        ["v1"],
+        shape=(3,),
+        plan=CallPlan(calls=1, backward=False),  # eager's backward would meet the refusal
+    )
+    return replace(s, body=(s.body[0], replace(s.body[1], ctx="no_grad"), s.body[2]))
+
+
+def _raises_forbidden(fn: Any) -> Any:
+    def call(*args: Any) -> Any:
+        raise RuntimeError(_FORBIDDEN)
+
+    return call
+
+
+def test_a_compile_that_raises_what_eager_raises_on_first_use_is_by_design():
+    s = _no_grad_view_then_base_written()
+    ev = evidence(s, compiled_wrap=_raises_forbidden)
+    assert str(ev.eager.calls[0].outputs[0].grad_fn).startswith("<refused")  # type: ignore[union-attr]
+    with recording() as excused:
+        found = [f for f in oracles.check_all(ev) if f.oracle == "exceptions"]
+    assert found == []
+    assert "error-at-call-not-first-use" in excused
+
+
+def test_another_error_at_the_call_is_still_a_crash():
+    s = _no_grad_view_then_base_written()
+
+    def other(fn: Any) -> Any:
+        def call(*args: Any) -> Any:
+            raise RuntimeError("something else went wrong")
+
+        return call
+
+    ev = evidence(s, compiled_wrap=other)
+    found = [f for f in oracles.check_all(ev) if f.oracle == "exceptions"]
+    assert found and all(f.kind == "crash" for f in found)
