@@ -205,6 +205,8 @@ def stmt_aten(b: Builder) -> bool:
     """One call of an aten op from torch's vocabulary on a value of the program; False where
     no op of the drawn class fits any value."""
     cls = b.pick(ATEN_CLASSES)
+    if b.inference_on and cls in ("view", "inplace_view"):
+        return False  # no view under inference_mode (Note [The context axis])
     values = [v for v in tensors(b, _eligible) if _legal(b, cls, v)]
     fitting = [(v, opts) for v in values if (opts := _candidates(b, cls, v, b.grad_on))]
     if not fitting:
