@@ -55,17 +55,6 @@ def _builds(spec: ProgramSpec, tokens: tuple[str, ...]) -> bool:
     return not any(root in grown and op in ("reshape", "expand") for root, op in steps)
 
 
-def _empty_view(i: InputSpec) -> bool:
-    """A view argument with no elements (an empty slice, an as_strided of a zero size): it
-    shares no memory to shift (to_shifted groups arguments by a storage with elements)."""
-    for step in i.views:
-        if step.op == "slice" and int(step.args[2]) <= int(step.args[1]):
-            return True
-        if step.op == "as_strided" and 0 in tuple(step.args[0]):
-            return True
-    return False
-
-
 def _token_changes(spec: ProgramSpec, token: str) -> bool:
     """Long: one short rule per relationship token, each mirroring what `_root`, make_inputs'
     aliasing branch or `relate` does with the program's arguments; split, each rule would sit
@@ -115,7 +104,6 @@ def _token_changes(spec: ProgramSpec, token: str) -> bool:
             i.root if i.kind != "dup" else spec.inputs[i.of].root
             for i in tensors
             if spec.roots[i.root if i.kind != "dup" else spec.inputs[i.of].root].subclass is None
-            and not _empty_view(i if i.kind != "dup" else spec.inputs[i.of])
         ]
         return any(roots.count(r) >= 2 and numel(spec.roots[r].shape) >= 1 for r in roots)
     if token == "nonleaf":

@@ -193,10 +193,7 @@ def to_overlapping(args):
     of one storage, the second shifted by one element (a partial overlap), with call 0's
     values."""
     args = list(args)
-    # an empty tensor's data_ptr is 0: it shares memory with nothing (itself passed twice aside)
-    ptrs = [
-        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None for a in args
-    ]
+    ptrs = [a.untyped_storage().data_ptr() if type(a) is torch.Tensor else 0 for a in args]
     free = [
         i
         for i, a in enumerate(args)
@@ -245,11 +242,10 @@ def detached(args):
 
 def to_strided(args):
     """strided: contiguous leaf arguments sharing memory with no other argument become leaves
-    over every other element of a storage twice as long (same values, same requires_grad)."""
-    # an empty tensor's data_ptr is 0: it shares memory with nothing (itself passed twice aside)
-    ptrs = [
-        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None for a in args
-    ]
+    over every other element of a storage twice as long (same values, same requires_grad).
+    An empty tensor's data_ptr is 0: it shares memory with nothing (`or id(a)`); a subclass
+    argument (False) is never made strided."""
+    ptrs = [type(a) is torch.Tensor and (a.untyped_storage().data_ptr() or id(a)) for a in args]
     out = []
     for a, ptr in zip(args, ptrs, strict=True):
         if type(a) is torch.Tensor and a.dim() and a.is_contiguous() and a.is_leaf:
@@ -266,10 +262,7 @@ def to_shared(args):
     other become two views of one new storage with the first's values: distinct objects, the
     same memory, each keeping its requires_grad and leafness."""
     args = list(args)
-    # an empty tensor's data_ptr is 0: it shares memory with nothing (itself passed twice aside)
-    ptrs = [
-        (a.untyped_storage().data_ptr() or id(a)) if type(a) is torch.Tensor else None for a in args
-    ]
+    ptrs = [a.untyped_storage().data_ptr() if type(a) is torch.Tensor else 0 for a in args]
     free = [
         i
         for i, a in enumerate(args)
@@ -301,12 +294,10 @@ def to_shifted(args):
     """shift: plain arguments that share memory become views of a copy of their storage one
     element longer, every one but the first of each group one element further on (another
     overlap than call 0's); a group with an argument requiring grad gets views of a leaf
-    requiring grad."""
+    requiring grad. An empty view of a storage with elements is in its storage's group (its
+    offset moves); an empty root has no memory (data_ptr 0) and no group."""
     args = list(args)
-    ptrs = [
-        a.untyped_storage().data_ptr() if type(a) is torch.Tensor and a.numel() >= 1 else 0
-        for a in args
-    ]
+    ptrs = [a.untyped_storage().data_ptr() if type(a) is torch.Tensor else 0 for a in args]
     for ptr in sorted(set(ptrs) - {0}):
         members = [k for k, p in enumerate(ptrs) if p == ptr]
         if len(members) < 2:
