@@ -15,7 +15,7 @@ from __future__ import annotations
 from pyfy_fuzz.schema.spec import RANDOM_OPS, ProgramSpec
 
 from ._stmts import INPLACE
-from ._vocabulary import table
+from ._vocabulary import by_name
 
 __all__ = ["INDUCTOR_REASONS", "inductor_reasons"]
 
@@ -24,7 +24,8 @@ INDUCTOR_REASONS = ("view_inverse", "write_through_view", "input_mutation", "rng
 
 
 def _aten_class(name: str) -> str | None:
-    return next((op.cls for op in table().ops if op.name == name), None)
+    op = by_name().get(name)
+    return None if op is None else op.cls
 
 
 def _views(spec: ProgramSpec) -> set[str]:

@@ -30,7 +30,7 @@ from ._build import Builder
 from ._model import FLOATS, Geometry, Val, overlap, same_elements
 from ._spec import ProgramSpec, Stmt
 from ._stmts import bind, fresh, mutable, tensors
-from ._vocabulary import by_class, table
+from ._vocabulary import by_class, by_name
 
 __all__ = ["ATEN_CLASSES", "rounds", "stmt_aten"]
 
@@ -227,5 +227,5 @@ def rounds(spec: ProgramSpec) -> bool:
     names = {str(s.args[0]) for s in spec.body if s.op == "aten"}
     if not names:
         return False
-    known = {op.name: op.rounding for op in table().ops}
-    return any(known.get(name, True) for name in names)
+    known = by_name()
+    return any(name not in known or known[name].rounding for name in names)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pyfy_fuzz.schema.vocabulary import Table, VocabOp, load_table
 
-__all__ = ["TABLES_DIR", "by_class", "installed_release", "table", "table_path"]
+__all__ = ["TABLES_DIR", "by_class", "by_name", "installed_release", "table", "table_path"]
 
 TABLES_DIR = Path(__file__).with_name("vocabulary")
 
@@ -57,3 +57,10 @@ def by_class() -> dict[str, tuple[VocabOp, ...]]:
     for op in table().ops:
         out.setdefault(op.cls, []).append(op)
     return {k: tuple(v) for k, v in out.items()}
+
+
+@functools.cache
+def by_name() -> dict[str, VocabOp]:
+    """The table's ops by overload name ("aten.narrow.default"): what a spec's aten statement
+    names, looked up once per statement instead of a scan of the table."""
+    return {op.name: op for op in table().ops}

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, settings
 
 from generators import ProgramSpec, Stmt, programs
-from generators._vocabulary import table
+from generators._vocabulary import by_name
 from pyfy_fuzz.schema.paths import spec_paths
 from pyfy_fuzz.schema.spec import RANDOM_OPS
 
@@ -41,7 +41,8 @@ def _aten_class(s: Stmt) -> str | None:
     """An aten statement's class in the vocabulary (Note [Op classes]); None for other ops."""
     if s.op != "aten":
         return None
-    return next((op.cls for op in table().ops if op.name == s.args[0]), None)
+    op = by_name().get(str(s.args[0]))
+    return None if op is None else op.cls
 
 
 def _written(spec: ProgramSpec, name: str, after: int = -1) -> bool:
