@@ -60,7 +60,7 @@ def _contiguous(v: Val) -> bool:
     return v.geom is not None and v.geom.is_contiguous()
 
 
-def _fits(b: Builder, r: Recipe, v: Val, cls: str, grad_on: bool) -> bool:
+def _fits(r: Recipe, v: Val, cls: str, grad_on: bool) -> bool:
     """Whether torch ran recipe `r` with a self like v (shape, dtype, layout) and eager
     would accept it here."""
     if shape_key(v.shape) not in r.outs or r.dtypes.get(v.dtype) not in DTYPES:
@@ -75,12 +75,9 @@ def _fits(b: Builder, r: Recipe, v: Val, cls: str, grad_on: bool) -> bool:
     return True
 
 
-def _candidates(b: Builder, cls: str, v: Val, grad_on: bool) -> list[tuple[VocabOp, Recipe]]:
+def _candidates(cls: str, v: Val, grad_on: bool) -> list[tuple[VocabOp, Recipe]]:
     return [
-        (op, r)
-        for op in by_class().get(cls, ())
-        for r in op.recipes
-        if _fits(b, r, v, cls, grad_on)
+        (op, r) for op in by_class().get(cls, ()) for r in op.recipes if _fits(r, v, cls, grad_on)
     ]
 
 
@@ -208,7 +205,7 @@ def stmt_aten(b: Builder) -> bool:
     if b.inference_on and cls in ("view", "inplace_view"):
         return False  # no view under inference_mode (Note [The context axis])
     values = [v for v in tensors(b, _eligible) if _legal(b, cls, v)]
-    fitting = [(v, opts) for v in values if (opts := _candidates(b, cls, v, b.grad_on))]
+    fitting = [(v, opts) for v in values if (opts := _candidates(cls, v, b.grad_on))]
     if not fitting:
         return False
     v, options = b.pick(fitting)
