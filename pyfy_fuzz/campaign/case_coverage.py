@@ -19,7 +19,27 @@ from typing import Any
 
 from pyfy_fuzz.reports.coverage_data import torch_files
 
-__all__ = ["CaseCoverage", "coverage_include"]
+__all__ = ["MEASURED_PHASES", "UNMEASURED_PHASES", "CaseCoverage", "coverage_include"]
+
+# Note [Measured phases]
+# coverage.py's C tracer (Python 3.11 has no sys.monitoring) is called for every Python call,
+# line and return while it is installed, in every file: measuring nothing at all cost a case
+# as much as measuring the 29 files (issue 36's profile: 337 against 367 ms of CPU a case,
+# 228 without the tracer). So a worker's tracer runs only while a case is in a phase that can
+# run a measured file (torch's AOTAutograd, partitioner, functionalization and Dynamo files,
+# and the bundled generator): the compiles and the compiled subjects' runs, whose runtime
+# wrappers, guards and recompiles are those files, and the pythonified file's load and run
+# (the generator's runtime). It is paused for the rest: drawing the program (Hypothesis, no
+# torch), materialize, eager's runs (plain torch: no Dynamo, no AOTAutograd), the float64
+# reference (eager too), the oracles (plain data), the canary, Dynamo's reset between cases and
+# the messages to the campaign. Which runner phase is which is `MEASURED_PHASES`, keyed by
+# the names runner.run_case tells `on_phase`; a phase it does not name (a new one) is
+# measured. The arcs a campaign reaches are those the always-on tracer reached
+# (tests/campaign/test_case_coverage.py runs a set of cases both ways).
+MEASURED_PHASES = frozenset(
+    {"compile", "torch.compile", "torch.compile-warm", "pythonify", "capture"}
+)
+UNMEASURED_PHASES = frozenset({"materialize", "eager", "eager-fp64", "oracles"})
 
 
 def coverage_include() -> list[str]:
@@ -56,6 +76,7 @@ class CaseCoverage:
         for name, arc in seen:
             self.seen.setdefault(name, set()).add(arc)
         self.sizes: dict[str, int] = {}  # arcs in the tracer's data per file, last read
+        self.tracing = True  # the tracer is installed (Note [Measured phases])
 
     @staticmethod
     def start(directory: str, seen: Iterable[tuple[str, Any]] = ()) -> CaseCoverage:
@@ -72,7 +93,29 @@ class CaseCoverage:
             include=coverage_include(),
         )
         cov.start()
-        return CaseCoverage(cov, torch, seen)
+        measured = CaseCoverage(cov, torch, seen)
+        measured.pause()  # until a case's first measured phase (Note [Measured phases])
+        return measured
+
+    def phase(self, name: str) -> None:
+        """The case enters runner phase `name`: trace it where it can reach a measured file
+        (Note [Measured phases])."""
+        if name in UNMEASURED_PHASES:
+            self.pause()
+        else:
+            self.resume()
+
+    def pause(self) -> None:
+        """Stop tracing, keeping the data (coverage.py's Collector.pause; a no-op where this
+        coverage.py has none)."""
+        if self.tracing:
+            getattr(getattr(self.cov, "_collector", None), "pause", lambda: None)()
+            self.tracing = False
+
+    def resume(self) -> None:
+        if not self.tracing:
+            getattr(getattr(self.cov, "_collector", None), "resume", lambda: None)()
+            self.tracing = True
 
     def new_arcs(self) -> tuple[tuple[str, Any], ...]:
         """The arcs of torch's files reached since the last call that were not seen before,
@@ -95,5 +138,6 @@ class CaseCoverage:
         return tuple(new)
 
     def stop(self) -> None:
+        self.resume()  # Coverage.stop pauses its collector itself
         self.cov.stop()
         self.cov.save()

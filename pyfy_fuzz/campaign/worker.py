@@ -237,9 +237,11 @@ def _run_one(
             on_phase=watch.phase,
         )
     except Exception as exc:
+        watch.between_cases()
         torch._dynamo.reset()
         return _raised(ch, watch, exc, spec.family, backend)
     finally:
+        watch.between_cases()
         torch._dynamo.reset()
     ch.broken = watch.after_case()
     return CaseOutcome(
@@ -335,6 +337,14 @@ class _Watch:
         if self.between_phases:
             self._check()
         self.last = name
+        if self.ch.coverage is not None:  # run --coverage: Note [Measured phases]
+            self.ch.coverage.phase(name)
+
+    def between_cases(self) -> None:
+        """The case is over: under run --coverage the tracer pauses (Dynamo's reset, the
+        canary, the next draw are no case's phase: Note [Measured phases])."""
+        if self.ch.coverage is not None:
+            self.ch.coverage.pause()
 
     def _check(self) -> None:
         if self.broken is None:

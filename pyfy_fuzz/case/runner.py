@@ -55,6 +55,7 @@ from pyfy_fuzz.case.subjects import (
     compile_once,
     drawn_config,
     eager_target,
+    log_only_skipped,
     pythonified_target,
     served,
     shared_code_limits,
@@ -173,6 +174,7 @@ def run_case(
         drawn_config(program.plan, device) as skipped,
         case_caches(),
         shared_code_limits(),
+        log_only_skipped(),  # Note [Work only for logs]
     ):
         got = _compiled_subjects(
             spec, program, eager, impl or BundledPythonify(), backend, device, workdir, clock

@@ -13,6 +13,7 @@ from pyfy_fuzz.case.subjects.compile_once import (
 )
 from pyfy_fuzz.case.subjects.eager import eager_target
 from pyfy_fuzz.case.subjects.impl import BundledPythonify, Produced, PythonifyImpl
+from pyfy_fuzz.case.subjects.log_only import log_only_skipped
 from pyfy_fuzz.case.subjects.pythonified import pythonified_target
 from pyfy_fuzz.case.subjects.stock import (
     COMPARABILITY,
@@ -50,6 +51,7 @@ __all__ = [
     "compile_once",
     "drawn_config",
     "eager_target",
+    "log_only_skipped",
     "non_stock",
     "plain_compile",
     "pythonified_target",
