@@ -149,18 +149,29 @@ def _aten_arg(x: object, device: str) -> str:
 
 
 def aten_line(stmt: Stmt) -> str:
-    """`v1 = torch.ops.aten.narrow.default(a0, 0, 1, 2)` (Note [An aten statement])."""
+    """`v1 = torch.ops.aten.narrow.default(a0, 0, 1, 2)`, or in the statement's spelling
+    `v1 = a0.narrow(0, 1, 2)`, `v1 = torch.narrow(a0, 0, 1, 2)` (Note [An aten statement])."""
     name, *rest = stmt.args
     device = next(f"{_ref(a)}.device" for a in rest if isinstance(a, str))
-    args, item = [], ""
+    args, item, spelling = [], "", "aten"
     for a in rest:
         if isinstance(a, (tuple, list)) and a[0] == "kw":
             args.append(f"{a[1]}={_aten_arg(a[2], device)}")
         elif isinstance(a, (tuple, list)) and a[0] == "item":
             item = f"[{int(a[1])}]"
+        elif isinstance(a, (tuple, list)) and a[0] == "spelling":
+            spelling = str(a[1])
         else:
             args.append(_aten_arg(a, device))
-    call = f"torch.ops.{name}({', '.join(args)}){item}"
+    base = str(name).split(".")[1]
+    if spelling == "method":  # self is the first argument (Recipe.args starts with it)
+        call = f"{args[0]}.{base}({', '.join(args[1:])}){item}"
+    elif spelling == "function":
+        call = f"torch.{base}({', '.join(args)}){item}"
+    elif spelling == "aten":
+        call = f"torch.ops.{name}({', '.join(args)}){item}"
+    else:
+        raise ValueError(f"unknown aten spelling {spelling!r}")
     return f"{', '.join(stmt.outs)} = {call}" if stmt.outs else call
 
 

@@ -11,9 +11,14 @@ Note [An aten statement]
 each argument is a value's name (a ref, at the top level, so shrinking and dead-code analysis
 see it) or tagged data: ("t", dtype, shape) a constant tensor, ("d", dtype, data) an integer
 or bool tensor with these values, ("dtype", name), ("seq", [...]), ("l", literal); ("kw",
-key, arg) a keyword argument; ("item", k) the element taken of a list result. A spec so holds
-its whole call and renders without the table (a corpus entry replays on a torch whose table
-differs).
+key, arg) a keyword argument; ("item", k) the element taken of a list result; ("spelling", s)
+the call written as users write it, s "method" (`a0.narrow(0, 1, 2)`) or "function"
+(`torch.narrow(a0, 0, 1, 2)`), where the recipe records that spelling (Note [Spellings] in
+pyfy_fuzz/schema/vocabulary.py) -- without the tag, `torch.ops.aten.narrow.default(a0, 0, 1,
+2)`. The tag is last, after an "item", and names no value: dead-code analysis, shrinking and
+the pattern recognisers read the refs and the overload name (args[0]) as before. A spec so
+holds its whole call and renders without the table (a corpus entry replays on a torch whose
+table differs).
 """
 
 from __future__ import annotations
@@ -109,6 +114,10 @@ def _args(b: Builder, op: VocabOp, r: Recipe, v: Val) -> tuple[Any, ...]:
     args += [("kw", k, ("t", v.dtype, v.shape) if enc == ("like",) else enc) for k, enc in r.kwargs]
     if r.item is not None:
         args.append(("item", r.item))
+    spelling = b.pick(("aten", *r.spellings))  # index 0, the aten call, is where it shrinks
+    event(f"aten spelling: {spelling}")
+    if spelling != "aten":
+        args.append(("spelling", spelling))
     return tuple(args)
 
 
@@ -143,8 +152,8 @@ def _fresh(b: Builder, op: VocabOp, r: Recipe, v: Val, args: tuple[Any, ...]) ->
     operands = _operands(b, args)
     rg = r.differentiable and any(w.requires_grad for w in operands)
     out = fresh(b, v, shape, dtype, rg)
-    if out.geom is not None and out.shape != v.shape:
-        out = replace(out, geom=None)  # a reduction or a reshape: strides are torch's choice
+    if out.geom is not None and meta:
+        out = replace(out, geom=None)  # a reduction, a reshape, qr's Q: torch's strides
     if b.grad_on and rg:  # what its backward saves is unknown: nothing of it is written after
         b.saved_families.update(w.family for w in operands)
         b.saved_families.add(out.family)

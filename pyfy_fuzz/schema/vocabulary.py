@@ -23,6 +23,17 @@ its schema says it does to its arguments, so the classes are read off the schema
                 pass turns back into in-place writes;
   out           an `out=` variant (writes, and may resize, its `out` argument);
   functional    everything else that returns a tensor.
+
+Note [Spellings]
+~~~~~~~~~~~~~~~~
+A program calls a drawn op as `torch.ops.aten.<op>.<overload>(...)`, or as users write it where
+torch has a public spelling that reaches the same overload with the same arguments: a Tensor
+method of the op's base name (`x.narrow(0, 1, 2)`, `x.add_(y)`: "method") or a function of the
+`torch` namespace (`torch.narrow(x, 0, 1, 2)`: "function"). Dynamo handles the three through
+different code (`torch.ops` calls, its tensor-method handling, its torch-function handling), so
+the spelling is an axis of its own. A recipe lists the spellings the derivation ran and found
+equal to the aten call (`pyfy_fuzz/vocabulary/spelling.py`): a name alone promises nothing --
+`torch.norm` is not `aten.norm`, and `x.add(2)` reaches `add.Tensor`, not `add.Scalar`.
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ from typing import Any
 __all__ = [
     "CLASSES",
     "GOAL_CLASSES",
+    "SPELLINGS",
     "Recipe",
     "TABLE_VERSION",
     "Table",
@@ -47,6 +59,9 @@ __all__ = [
 CLASSES = ("view", "inplace", "inplace_view", "view_inverse", "out", "functional")
 # The classes issue 36 sets a goal for (at least 80% of each that has a CPU sample drawn).
 GOAL_CLASSES = ("view", "inplace", "inplace_view", "view_inverse")
+
+# The public spellings of an aten call a recipe may also be written in (Note [Spellings]).
+SPELLINGS = ("method", "function")
 
 TABLE_VERSION = 1
 
@@ -71,8 +86,8 @@ class Recipe:
     kwargs: tuple[tuple[str, Any], ...] = ()
     # shape_key(self's shape) -> the result for a contiguous self of that shape: for a view
     # or a metadata change [shape, stride, storage_offset, internally_overlapping] in self's
-    # storage; for a fresh result [shape], or [] where it is self's shape. The shapes listed
-    # are the only ones the recipe was seen to work on.
+    # storage; for a fresh result [shape] (strides torch's choice), or [] where it is self's
+    # shape and contiguous. The shapes listed are the only ones the recipe was seen to work on.
     outs: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     # Self's dtype -> the result's dtype, for the generator's dtypes the recipe runs with.
     dtypes: dict[str, str] = field(default_factory=dict)
@@ -82,10 +97,15 @@ class Recipe:
     differentiable: bool = False
     # The op returns a list of tensors: the statement takes this element.
     item: int | None = None
+    # The public spellings (of SPELLINGS, in that order) that torch ran with these arguments
+    # and found equal to the aten call (Note [Spellings]); () where only the aten one is.
+    spellings: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.args[:1] != ("self",):
             raise ValueError(f"expected 'self' as the first argument, got {self.args[:1]!r}")
+        if self.spellings != tuple(s for s in SPELLINGS if s in self.spellings):
+            raise ValueError(f"expected spellings of {SPELLINGS} in order, got {self.spellings!r}")
 
 
 @dataclass(frozen=True)
@@ -147,6 +167,7 @@ def _recipe(data: dict[str, Any]) -> Recipe:
         strided=bool(data["strided"]),
         differentiable=bool(data["differentiable"]),
         item=data["item"],
+        spellings=tuple(data.get("spellings", ())),  # a table derived before they were
     )
 
 

@@ -18,18 +18,20 @@ The generator's eager model (`generators/_model.py`) then stays exact for every 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
 from pyfy_fuzz.schema.spec import DTYPES
 from pyfy_fuzz.schema.vocabulary import CLASSES, Recipe, Table, VocabOp, shape_key
+from pyfy_fuzz.vocabulary import spelling
 
-__all__ = ["SHAPES", "classify", "derive"]
+__all__ = ["SHAPES", "check_spellings", "classify", "derive"]
 
 # The shapes a generated value may have that a recipe is checked on (generators draw roots of
 # up to three dimensions, sizes 1 to 4).
@@ -185,11 +187,13 @@ class _Probe:
 
 def _meta(out: torch.Tensor, self_: torch.Tensor, cls: str) -> tuple[Any, ...]:
     """What the model needs of a result (Recipe.outs): a view's or a metadata change's
-    geometry in self's storage; a fresh result's shape, or nothing where it is self's."""
+    geometry in self's storage; a fresh result's shape, or nothing where it is self's shape
+    and contiguous (qr's Q has self's shape in column-major strides: the model must not take
+    it for contiguous)."""
     if cls in ("view", "inplace_view"):
         overlapping = out.numel() > 1 and torch._debug_has_internal_overlap(out) != 0
         return (tuple(out.shape), tuple(out.stride()), out.storage_offset(), overlapping)
-    return () if out.shape == self_.shape else (tuple(out.shape),)
+    return () if out.shape == self_.shape and out.is_contiguous() else (tuple(out.shape),)
 
 
 def _strided(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
@@ -248,6 +252,29 @@ def _differentiable(probe: _Probe, shape: tuple[int, ...]) -> bool:
     except Exception:  # noqa: BLE001 - no derivative, or one that raises
         return False
     return leaf.grad is not None
+
+
+def check_spellings(name: str, r: Recipe) -> tuple[str, ...]:
+    """The public spellings of overload `name` that give the aten call's results with recipe
+    r's arguments on the installed torch (Note [A spelling is checked, not assumed] in
+    spelling.py): on self's first, middle and last recorded shape, strided where r runs on a
+    strided self, and each of r's dtypes."""
+
+    def argv(self_: torch.Tensor) -> tuple[list[Any], dict[str, Any]]:
+        return [_decode(a, self_) for a in r.args], {k: _decode(v, self_) for k, v in r.kwargs}
+
+    shapes = [s for s in SHAPES if shape_key(s) in r.outs]
+    if not shapes or not r.dtypes:
+        return ()
+    first, dtypes = shapes[0], [_DT[d] for d in r.dtypes]
+    selves: list[Callable[[], torch.Tensor]] = [
+        functools.partial(_self, first, dt) for dt in dtypes
+    ]
+    for shape in (shapes[len(shapes) // 2], shapes[-1]):
+        selves.append(functools.partial(_self, shape, dtypes[0]))
+    if r.strided and math.prod(shapes[-1]) > 1:
+        selves.append(functools.partial(_strided, shapes[-1], dtypes[0]))
+    return spelling.spellings(name, r.item, argv, selves, first)
 
 
 def _sample_dtype(opinfo: Any) -> torch.dtype | None:
@@ -361,14 +388,11 @@ def derive() -> Table:
     ops = []
     for (base, overload), (cls, recipes, op) in sorted(found.items()):
         recipes.sort(key=lambda r: -len(r.outs))
-        ops.append(
-            VocabOp(
-                name=f"aten.{base}.{overload}",
-                cls=cls,
-                rounding=_rounding(op, cls),
-                recipes=tuple(recipes[:_RECIPES_PER_OVERLOAD]),
-            )
+        name = f"aten.{base}.{overload}"
+        kept = tuple(
+            replace(r, spellings=check_spellings(name, r)) for r in recipes[:_RECIPES_PER_OVERLOAD]
         )
+        ops.append(VocabOp(name=name, cls=cls, rounding=_rounding(op, cls), recipes=kept))
         census[cls][base] = ""
     version = torch.__version__.split("+")[0]
     return Table(

@@ -1,17 +1,18 @@
 """docs/VOCABULARY.md, rendered from the derived tables (torch-free: it reads JSON only).
 
 For each class of Note [Op classes]: how many of torch's ops it has, how many have a CPU
-OpInfo sample that binds, how many the generator draws (and the share of the sampled), and
-every op left out with the reason; one section per torch release with a table.
+OpInfo sample that binds, how many the generator draws (and the share of the sampled), how
+many of those it may also write as users do (Note [Spellings]), and every op left out with the
+reason; one section per torch release with a table.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from pyfy_fuzz.schema.vocabulary import CLASSES, GOAL_CLASSES, Table
+from pyfy_fuzz.schema.vocabulary import CLASSES, GOAL_CLASSES, SPELLINGS, Table
 
-__all__ = ["class_counts", "render_doc"]
+__all__ = ["class_counts", "render_doc", "spelling_counts"]
 
 _GOAL = 0.8
 
@@ -24,6 +25,37 @@ def class_counts(table: Table) -> dict[str, tuple[int, int, int]]:
         drawn = sum(1 for why in names.values() if why == "")
         out[cls] = (len(names), len(table.sampled.get(cls, ())), drawn)
     return out
+
+
+def spelling_counts(table: Table) -> dict[str, tuple[int, int, int]]:
+    """class -> (drawn ops with a checked method spelling, with a torch function, with
+    either), by base name: an op counts where one of its recipes records the spelling."""
+    found: dict[str, dict[str, set[str]]] = {c: {s: set() for s in SPELLINGS} for c in CLASSES}
+    for op in table.ops:
+        base = op.name.split(".")[1]
+        for r in op.recipes:
+            for s in r.spellings:
+                found[op.cls][s].add(base)
+    return {
+        cls: (len(f["method"]), len(f["function"]), len(f["method"] | f["function"]))
+        for cls, f in found.items()
+    }
+
+
+def _spelling_lines(table: Table) -> list[str]:
+    counts, drawn = spelling_counts(table), class_counts(table)
+    lines = [
+        "Drawn ops with a public spelling that torch ran and found equal to the aten call",
+        "(Note [Spellings]; a statement draws one of them or the aten call):",
+        "",
+        "| class | drawn | as a Tensor method | as a torch function | either |",
+        "|---|---|---|---|---|",
+    ]
+    for cls in CLASSES:
+        if drawn[cls][2]:
+            method, function, either = counts[cls]
+            lines.append(f"| {cls} | {drawn[cls][2]} | {method} | {function} | {either} |")
+    return [*lines, ""]
 
 
 def _section(table: Table) -> list[str]:
@@ -50,6 +82,7 @@ def _section(table: Table) -> list[str]:
         f"round once decomposed (compared at the dtype's tolerance): "
         f"{sum(op.rounding for op in table.ops)}.",
         "",
+        *_spelling_lines(table),
     ]
     for cls in GOAL_CLASSES:
         names = table.census.get(cls, {})

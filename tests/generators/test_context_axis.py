@@ -29,8 +29,10 @@ _OWN = {
 
 
 def test_every_context_wraps_statements_no_group_put_under_it_before() -> None:
+    """1000 programs (about 6 s): at 400, no_grad's new groups were 1 to 2 at seeds 1-3 and
+    fell below 3 at seed 0 too once the aten spelling took a draw; at 1000, 3 to 5 at 0-2."""
     wrapped: dict[str, set[str]] = defaultdict(set)
-    for spec in draw(programs(), 400, seed=0):
+    for spec in draw(programs(), 1000, seed=0):
         for s in spec.body:
             if s.ctx is not None:
                 wrapped[s.ctx].add(s.op)

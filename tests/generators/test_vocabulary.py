@@ -10,11 +10,12 @@ promise the model misreads, fails it.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
 from generators import VOCABULARY_DIR, installed_release, materialize, rounds
@@ -23,8 +24,8 @@ from generators._family import weights
 from generators._render_body import aten_line
 from generators._spec import CallPlan, OutSpec, ProgramSpec, RootSpec, Stmt
 from generators._stmts_aten import stmt_aten
-from generators._vocabulary import by_class, table, table_path
-from pyfy_fuzz.schema.vocabulary import CLASSES, GOAL_CLASSES, load_table
+from generators._vocabulary import by_class, by_name, table, table_path
+from pyfy_fuzz.schema.vocabulary import CLASSES, GOAL_CLASSES, SPELLINGS, Recipe, load_table
 from pyfy_fuzz.vocabulary.doc import class_counts, render_doc
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,6 +120,67 @@ def test_an_aten_statement_renders_each_kind_of_argument() -> None:
     assert aten_line(split) == "v1 = torch.ops.aten.split.Tensor(a0, 1)[0]"
 
 
+def test_an_aten_statement_renders_in_its_spelling() -> None:
+    """Note [Spellings]: the same call as a Tensor method or a torch function; the tag is data
+    (a list once a spec went through JSON)."""
+    narrow = ("aten.narrow.default", "a0", ("l", 0), ("l", 1), ("l", 2))
+    assert aten_line(Stmt("aten", (*narrow, ("spelling", "method")), ("v1",))) == (
+        "v1 = a0.narrow(0, 1, 2)"
+    )
+    assert aten_line(Stmt("aten", (*narrow, ["spelling", "function"]), ("v1",))) == (
+        "v1 = torch.narrow(a0, 0, 1, 2)"
+    )
+    split = ("aten.split.Tensor", "a0", ("l", 1), ("kw", "dim", ("l", 0)), ("item", 0))
+    assert aten_line(Stmt("aten", (*split, ("spelling", "method")), ("v1",))) == (
+        "v1 = a0.split(1, dim=0)[0]"
+    )
+    add_ = ("aten.add_.Tensor", "a0", "a1", ("spelling", "method"))
+    assert aten_line(Stmt("aten", add_, ())) == "a0.add_(a1)"
+    with pytest.raises(ValueError, match="spelling"):
+        aten_line(Stmt("aten", (*narrow, ("spelling", "operator")), ("v1",)))
+
+
+# ------------------------------------------------------------- the spellings (Note [Spellings])
+
+
+def test_a_recipe_holds_only_known_spellings_in_order() -> None:
+    with pytest.raises(ValueError, match="spellings"):
+        Recipe(args=("self",), spellings=("function", "method"))
+    with pytest.raises(ValueError, match="spellings"):
+        Recipe(args=("self",), spellings=("operator",))
+    assert Recipe(args=("self",), spellings=SPELLINGS).spellings == SPELLINGS
+
+
+def test_a_spelling_is_recorded_only_where_torch_gives_the_aten_result() -> None:
+    """Names alone would be wrong: torch.norm is a Python function over linalg ops, torch has
+    no add_ function, and a Python scalar reaches add.Tensor (Note [A spelling is checked,
+    not assumed])."""
+    from pyfy_fuzz.vocabulary.derive import check_spellings
+
+    def check(name: str, *args: object) -> tuple[str, ...]:
+        return check_spellings(
+            name, Recipe(args=("self", *args), outs={"2x3": ()}, dtypes={"float32": "float32"})
+        )
+
+    assert check("aten.narrow.default", ("l", 1), ("l", 0), ("l", 2)) == ("method", "function")
+    assert check("aten.add_.Tensor", ("like",)) == ("method",)
+    assert check("aten.norm.Scalar", ("l", 2)) == ()
+    assert check("aten.add.Scalar", ("l", 2)) == ()
+    assert check("aten._unsafe_view.default", ("l", [6])) == ()
+
+
+@pytest.mark.parametrize("cls", [c for c in CLASSES if c != "out"])
+def test_the_recorded_spellings_are_what_the_installed_torch_checks(cls: str) -> None:
+    """A sample of each class's recipes (every fifth, up to 20) re-checked on the installed
+    torch: the table records a spelling exactly where it runs as the aten call does."""
+    from pyfy_fuzz.vocabulary.derive import check_spellings
+
+    recipes = [(op.name, r) for op in by_class().get(cls, ()) for r in op.recipes][::5][:20]
+    assert recipes or cls not in GOAL_CLASSES
+    for name, r in recipes:
+        assert check_spellings(name, r) == r.spellings, name
+
+
 # ------------------------------------------------------------------ the model against eager
 
 
@@ -147,21 +209,69 @@ def _check_against_eager(b: Builder) -> None:
     assert len(set(by_storage.values())) == len(by_storage)  # and no other sharing
 
 
-@settings(
-    max_examples=60,
-    database=None,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=list(HealthCheck),
-)
-@given(st.data())
-def test_the_model_of_each_drawn_op_is_what_eager_does(data: st.DataObject) -> None:
-    b = Builder(draw=data.draw, profile=Profile("dedupe", weights(), allow_grad_inputs=False))
+def _spelling(s: Stmt) -> str:
+    return next(
+        (str(a[1]) for a in s.args[1:] if isinstance(a, tuple) and a[0] == "spelling"), "aten"
+    )
+
+
+def test_the_model_of_each_drawn_op_is_what_eager_does() -> None:
+    """In every spelling: a method or a torch function binds what the aten call does."""
+    drawn: Counter[str] = Counter()
+
+    @settings(
+        max_examples=60,
+        database=None,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        b = Builder(draw=data.draw, profile=Profile("dedupe", weights(), allow_grad_inputs=False))
+        for _ in range(2):
+            b.input_root(b.add_root())
+        for _ in range(4):
+            stmt_aten(b)
+        drawn.update(_spelling(s) for s in b.body if s.op == "aten")
+        _check_against_eager(b)
+
+    check()
+    assert all(drawn[s] >= 5 for s in ("aten", *SPELLINGS)), drawn
+
+
+@st.composite
+def _drawn(draw: st.DrawFn) -> set[tuple[str, str]]:
+    """(class, spelling) of each aten statement of a drawn body (generation only)."""
+    b = Builder(draw=draw, profile=Profile("dedupe", weights(), allow_grad_inputs=False))
     for _ in range(2):
         b.input_root(b.add_root())
-    for _ in range(4):
+    for _ in range(6):
         stmt_aten(b)
-    _check_against_eager(b)
+    ops = by_name()
+    return {(ops[str(s.args[0])].cls, _spelling(s)) for s in b.body if s.op == "aten"}
+
+
+@pytest.mark.parametrize(
+    "pair",
+    sorted({(op.cls, s) for op in table().ops for r in op.recipes for s in r.spellings}),
+    ids=str,
+)
+def test_every_spelling_the_table_records_is_drawn_in_each_class(pair: tuple[str, str]) -> None:
+    """The draw reaches each (class, spelling) pair some recipe records: the rarest, an
+    inplace_view op as a torch function (as_strided_, resize_as_), within a few thousand."""
+    found = find(
+        _drawn(),
+        lambda pairs: pair in pairs,
+        settings=settings(
+            max_examples=20000,
+            database=None,
+            phases=[Phase.generate],
+            derandomize=True,
+            suppress_health_check=list(HealthCheck),
+        ),
+    )
+    assert pair in found
 
 
 @pytest.mark.slow
