@@ -37,6 +37,7 @@ __all__ = [
     "mark_inputs",
     "no_retain",
     "prelude_source",
+    "through",
 ]
 
 # Note [Arguments whose grad is not retained]
@@ -193,10 +194,13 @@ def mark_inputs(args):
 
 def compile_site():
     """What is active around a call when torch.compile compiles at it: the plan's saved-tensor
-    hooks (drive wraps the call and its backward in them) and the call site. A compile made
+    hooks (drive wraps the call and its backward in them), the call site, and no_grad where a
+    reentrant checkpoint's forward makes the first call. A compile made
     apart from the drive (pythonify's capture) is made inside this, so it sees what the stock
     compile sees at its first call."""
     stack = contextlib.ExitStack()
+    if PLAN.get("through") == "checkpoint_reentrant":  # its forward is a Function's: no_grad
+        stack.enter_context(torch.no_grad())
     if PLAN["saved_tensor_hooks"]:
         stack.enter_context(torch.autograd.graph.saved_tensors_hooks(_pack, _unpack))
     stack.enter_context(call_site())
@@ -222,7 +226,7 @@ def _drive(call, args, seed, leaves, variant=None):
     torch.manual_seed(seed)
     try:
         with call_site(variant):
-            out = call(*args)
+            out = through(call, args)
         result = {"out": out, "grad_enabled_after": torch.is_grad_enabled(), "grads": None, "second": None}
     finally:
         torch.set_grad_enabled(True)
@@ -250,6 +254,16 @@ def _drive(call, args, seed, leaves, variant=None):
 # fmt: on
 
 
+def through(call, args):
+    """The call as PLAN's front-end makes it (Note [The front-end axis]): directly, or
+    through torch.utils.checkpoint, which runs it again in backward."""
+    if PLAN.get("through") == "checkpoint":
+        return torch.utils.checkpoint.checkpoint(call, *args, use_reentrant=False, early_stop=False)
+    if PLAN.get("through") == "checkpoint_reentrant":
+        return torch.utils.checkpoint.checkpoint(call, *args, use_reentrant=True)
+    return call(*args)
+
+
 def _unalias(t):
     """A copy with the same values and autograd role, sharing nothing."""
     c = t.detach().clone()
@@ -268,6 +282,7 @@ PRELUDE_FUNCTIONS = (
     compile_site,
     call_site,
     _drive,
+    through,
     _unalias,
 )
 

@@ -18,7 +18,7 @@ from pyfy_fuzz.schema.config import CATALOGUE
 
 from ._build import Builder
 from ._families import DECLARATIONS
-from ._spec import CALL_RELATIONS, CallPlan, OutSpec, ProgramSpec, variant_tokens
+from ._spec import CALL_RELATIONS, THROUGH, CallPlan, OutSpec, ProgramSpec, variant_tokens
 from ._stmts import (
     stmt_binary,
     stmt_cast,
@@ -166,6 +166,13 @@ def _draw_out(b: Builder, depth: int = 0) -> OutSpec:
     return OutSpec("tuple", items=tuple(_draw_out(b, depth + 1) for _ in range(b.integer(1, 2))))
 
 
+def _requires_grad(b: Builder, out: OutSpec) -> bool:
+    """Whether an output the model describes requires grad (with grad on at the call)."""
+    if out.kind == "tuple":
+        return any(_requires_grad(b, o) for o in out.items)
+    return out.kind == "ref" and out.ref in b.vals and b.vals[out.ref].requires_grad
+
+
 def _config(b: Builder) -> tuple[str, ...]:
     """A configuration from the catalogue (Note [Drawn configurations] in
     pyfy_fuzz/schema/config.py): torch's defaults for three programs in four, else one knob,
@@ -248,9 +255,19 @@ def _plan(b: Builder, variant: str | None, config: tuple[str, ...] = ()) -> Call
     calls = b.integer(p.min_calls, 3)
     tangents = "randn" if not b.chance(4) else "ones"
     second_backward = None if not b.chance(5) else b.pick(("retain", "no_retain"))
-    # One draw for both kinds of hooks around the call (1 in 8 each): a new draw of its own
-    # moved where Hypothesis's shrinking ends for whole families (tests/generators).
-    hooks = b.integer(0, 7) if b.backward else 0
+    # One draw for what wraps the call: either kind of hooks or a front-end of Note [The
+    # front-end axis] (1 in 10 each); a new draw of its own moved where Hypothesis's shrinking
+    # ends for whole families (tests/generators). Only with a backward: both checkpoints
+    # differ from a plain call in what backward does; and only through Dynamo: aot_function
+    # has no guards, and a reentrant checkpoint runs it again under grad with detached
+    # copies of its arguments, which is outside its contract (a dedupe program's graph
+    # asserts its inputs are still duplicates).
+    hooks = b.integer(0, 9) if b.backward else 0
+    through = THROUGH[hooks - 8] if hooks >= 8 and p.frontend == "dynamo" else None
+    if through == "checkpoint_reentrant" and not any(_requires_grad(b, o) for o in b.outputs):
+        through = None  # its backward refuses a recompute with nothing to differentiate
+    if through is not None:
+        event(f"front-end: through {through}")
     return CallPlan(
         calls=calls,
         variant=variant,
@@ -263,6 +280,7 @@ def _plan(b: Builder, variant: str | None, config: tuple[str, ...] = ()) -> Call
         saved_tensor_hooks=hooks == 7,
         grad_fn_hooks=hooks == 6,
         config=config,
+        through=through,
     )
 
 

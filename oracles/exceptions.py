@@ -123,14 +123,16 @@ def check(ev: Evidence) -> list[Finding]:
 # call and torch.compile recompiles; the pythonified file, which cannot recompile, raises
 # PythonifyGuardError -- its contract for any call its compile did not cover. So where
 # torch.compile recompiled at that call or an earlier later call (whose new graph it keeps
-# using), the file's guard error is not a crash.
+# using), the file's guard error is not a crash. Call 0 counts where its guards failed within
+# it: a reentrant checkpoint runs the function under no_grad, then again in backward with grad
+# on (Note [The front-end axis] in pyfy_fuzz/schema/spec.py).
 
 
 def _refused_where_torch_recompiled(ev: Evidence, i: int, raised: ExcObs | None) -> bool:
     if raised is None or raised.short_type != "PythonifyGuardError":
         return False
     refs = [ev.compiled, ev.capture]  # at this call or one before it (the new graph stays)
-    return any(r is not None and any(c.recompiled for c in r.calls[1 : i + 1]) for r in refs)
+    return any(r is not None and any(c.recompiled for c in r.calls[: i + 1]) for r in refs)
 
 
 # The words of autograd's handle_view_on_rebase for a view made under no_grad whose base was

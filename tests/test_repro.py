@@ -294,6 +294,16 @@ CASES = [
     ),
     ("grads", PLAIN, finding(CD, "grads", TC, D("grads", "grad", "values", name="a0", **V))),
     (
+        "through",  # Note [The front-end axis]: the call made through a checkpoint
+        replace(PLAIN, plan=replace(PLAIN.plan, through="checkpoint")),
+        finding(CD, "grads", TC, D("grads", "grad", "values", name="a0", **V)),
+    ),
+    (
+        "through-reentrant",
+        replace(PLAIN, plan=replace(PLAIN.plan, through="checkpoint_reentrant")),
+        finding(CD, "outputs", TC, D("outputs", "output", "values", P1, index=0, **V)),
+    ),
+    (
         "autograd",
         PLAIN,
         finding(
@@ -665,6 +675,12 @@ MUST = {
         "return to_overlapping((a0, a1))",
     ],
 }
+MUST["through"] = [
+    "out = torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False, early_stop=False)"
+]
+MUST["through-reentrant"] = [
+    "out = torch.utils.checkpoint.checkpoint(fn, *make_inputs(seed), use_reentrant=True)"
+]
 MUST_NOT = {
     "function": ["class Fn0("],
     "outputs": ["TwoTensor", "MirrorTensor", "class Fn", "tree_leaves"],

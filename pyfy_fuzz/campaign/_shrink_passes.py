@@ -116,6 +116,7 @@ def _simplify_plan(spec: ProgramSpec) -> Iterator[ProgramSpec]:
             "second_backward": None,
             "saved_tensor_hooks": False,
             "grad_fn_hooks": False,
+            "through": None,  # both checkpoints differ from a plain call in backward only
         }
         steps.append(off | {"tangents": "ones"})
     if p.second_backward is not None:
@@ -124,6 +125,8 @@ def _simplify_plan(spec: ProgramSpec) -> Iterator[ProgramSpec]:
         steps.append({"saved_tensor_hooks": False})
     if p.grad_fn_hooks:
         steps.append({"grad_fn_hooks": False})
+    if p.through is not None:
+        steps.append({"through": None})
     if p.dynamic:
         steps.append({"dynamic": False})
     if p.tangents != "ones":

@@ -62,6 +62,7 @@ def complexity(spec: ProgramSpec) -> int:
         + (p.mode is not None)
         + p.saved_tensor_hooks
         + p.grad_fn_hooks
+        + (p.through is not None)
         + len(p.config)
         + (p.backend is not None)
     )

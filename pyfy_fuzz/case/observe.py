@@ -145,9 +145,13 @@ def _recording(
     target: Target, named: list[tuple[str, torch.Tensor]], box: dict[str, Any]
 ) -> Callable[..., Any]:
     """The target's call, keeping its output in box["out"] and, in box["moved"], the inputs
-    whose version counter the call itself moved (read right before and after it)."""
+    whose version counter the call itself moved (read right before and after it). Only the
+    drive's own call is recorded: a checkpoint's recompute calls it again in backward (Note
+    [The front-end axis] in pyfy_fuzz/schema/spec.py), and what the user got is the first."""
 
     def call(*a: Any) -> Any:
+        if "out" in box:
+            return target.call(*a)
         before, states = _versions(named), [_state(t) for _, t in named]
         out = target.call(*a)
         box["out"] = out
@@ -312,10 +316,13 @@ def observe_subject(
     for seed in range(plan.calls):
         graphs, reasons = _dynamo_graphs(), _guard_failures()
         call_obs, outs = observe_call(program, target, seed, None)
+        failed = _guard_failures_since(reasons)
         if seed:  # a later call's guards may reject what call 0 left behind (module state)
-            failed = _guard_failures_since(reasons)
             recompiled = _dynamo_graphs() > graphs or bool(failed)
             call_obs = replace(call_obs, recompiled=recompiled, recompile_reasons=failed)
+        elif failed:  # call 0 compiled twice: a reentrant checkpoint's backward runs it with
+            # grad on after its forward ran it under no_grad (Note [The front-end axis])
+            call_obs = replace(call_obs, recompiled=True, recompile_reasons=failed)
         calls.append(call_obs)
         live.append(outs)
     calls = [

@@ -20,6 +20,8 @@ __all__ = ["ScriptCalls"]
 
 # An "again" call's inputs: the very arguments of the call before (the loop's last `args`).
 _AGAIN = "(lambda seed: args)"
+# A call line whose output may go unread: `out = fn(...)`, or through a checkpoint.
+_CALL = re.compile(r"^(\s*)out = (fn\(|torch\.utils\.checkpoint\.checkpoint\(fn, )")
 
 
 def _make(name: str, variant: str | None) -> str:
@@ -183,7 +185,7 @@ class ScriptCalls(ScriptHead):
         # inference_mode they would be inference tensors, inside no_grad a non-leaf a leaf
         # (the 1-hour campaign's autograd.72dd showed nothing with its inputs made inside)
         uses_args = uses_args or (site is not None and drive)
-        inner = ["out = fn(*args)" if uses_args else f"out = fn(*{make})"]
+        inner = [f"out = {self._through('*args' if uses_args else f'*{make}', drive)}"]
         if site is not None and drive:
             inner = [site, f"    {inner[0]}"]
         if check.grad_mode:
@@ -211,14 +213,24 @@ class ScriptCalls(ScriptHead):
             body.append(f"torch.manual_seed({seed})")
         body += check.before.splitlines()
         body += inner
-        reads_out = [b for b in body if not re.match(r"\s*out = fn\(", b)] + [check.fact]
+        reads_out = [b for b in body if not _CALL.match(b)] + [check.fact]
         if not any(re.search(r"\b(out|tensors)\b", b) for b in reads_out) and not check.snapshot:
-            body = [re.sub(r"^(\s*)out = fn\(", r"\1fn(", b) for b in body]  # nothing reads it
+            body = [_CALL.sub(r"\1\2", b) for b in body]  # nothing reads it
         if check.snapshot is not None:
             c, j = check.snapshot
             kept = f"kept, returned = {leaf(spec, j)}, {leaf(spec, j)}.detach().clone()"
             body += [kept] if len(runs) == 1 else [f"if seed == {c}:", f"    {kept}"]
         return head, [indent + b for b in body]
+
+    def _through(self, args: str, drive: bool) -> str:
+        """The call as the drive makes it (generators' `through`, Note [The front-end axis]
+        in pyfy_fuzz/schema/spec.py): through torch.utils.checkpoint where the plan says so.
+        A probe's fresh call is made apart from the drive, directly."""
+        through = self.spec.plan.through if drive else None
+        if through is None:
+            return f"fn({args})"
+        how = "True" if through == "checkpoint_reentrant" else "False, early_stop=False"
+        return f"torch.utils.checkpoint.checkpoint(fn, {args}, use_reentrant={how})"
 
     def _backward(self, backward: str, seed: str, reads: bool = False) -> list[str]:
         """Backward as pyfy-fuzz's drive runs it: through the sum of every output requiring

@@ -196,6 +196,8 @@ def _setup(case: dict[str, Any], repro: str) -> list[str]:
         calls += ", inside saved_tensors_hooks"
     if plan.get("grad_fn_hooks"):
         calls += ", a hook and a pre-hook on each non-leaf argument's grad_fn"
+    if plan.get("through"):
+        calls += f", each call through torch.utils.checkpoint ({plan['through']})"
     if plan.get("variant"):
         calls += f", then a call with other inputs ({plan['variant']})"
     drawn = tuple(plan.get("config", ()))

@@ -12,7 +12,7 @@ aims at is declared with the family (`generators.FAMILY_TARGETS`).
 from __future__ import annotations
 
 from pyfy_fuzz.schema.spec import CALL_RELATIONS as _RELATIONS
-from pyfy_fuzz.schema.spec import ProgramSpec, variant_tokens
+from pyfy_fuzz.schema.spec import THROUGH, ProgramSpec, variant_tokens
 
 __all__ = [
     "ALL_PATHS",
@@ -49,6 +49,9 @@ _INPUT_VIEWS = ("unfold", "view_dtype", "diagonal", "expand", "transpose", "as_s
 SPEC_PATHS: tuple[str, ...] = (
     *(f"plan/relation/{t}" for t in _RELATIONS),
     "plan/sequence",
+    # what calls the function: torch.utils.checkpoint, either form (Note [The front-end
+    # axis] in schema/spec.py)
+    *(f"plan/through/{t}" for t in THROUGH),
     # a later call aliases arguments call 0 kept apart (or aliases them otherwise), and the
     # body writes one argument and reads another: where stale reads live (issue 28)
     *(f"plan/aliased_later/{kind}" for kind in _LATER_ALIASING),
@@ -156,6 +159,7 @@ def spec_paths(spec: ProgramSpec) -> list[str]:
     tokens = {t for v in (spec.plan.variant, *spec.plan.sequence) for t in variant_tokens(v)}
     found = [f"plan/relation/{t}" for t in _RELATIONS if t in tokens]
     found += ["plan/sequence"] if spec.plan.sequence else []
+    found += [f"plan/through/{spec.plan.through}"] if spec.plan.through else []
     later = _aliased_later(spec, tokens)
     found += [f"plan/aliased_later/{kind}" for kind in _LATER_ALIASING if kind in later]
     found += ["plan/aliased_later/mutate_read"] if later and _mutate_read(spec) else []

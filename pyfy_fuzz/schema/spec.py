@@ -45,6 +45,7 @@ __all__ = [
     "SUBCLASSES",
     "SpecError",
     "Stmt",
+    "THROUGH",
     "ViewStep",
     "draws_random",
     "numel",
@@ -84,6 +85,25 @@ def draws_random(spec: ProgramSpec) -> bool:
 
 
 CONTEXTS = ("no_grad", "inference_mode", "enable_grad")
+
+# Note [The front-end axis]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# What calls the function: the drive calls it directly, or through torch machinery a training
+# loop wraps compiled regions in (`CallPlan.through`, drawn apart from the family):
+# "checkpoint", torch.utils.checkpoint's non-reentrant form (the call runs under its
+# saved-tensor hooks, and backward runs it again to recompute what it did not keep), and
+# "checkpoint_reentrant", its reentrant form (an autograd.Function whose forward calls it
+# under no_grad and whose backward calls it again under enable_grad: a compiled region inside
+# a custom Function, compiled for inference first and for training in backward). Every
+# subject is called through the same machinery (`_prelude.through`), so eager stays the
+# reference; only plans with a backward through Dynamo draw one (aot_function has no guards:
+# a reentrant checkpoint's recompute passes detached copies of its arguments under grad, which
+# its one compile does not cover). Non-reentrant checkpoint runs with early_stop=False: with
+# early stop, eager's recompute stops at the last saved tensor it needs, before the side
+# effects after it (a buffer's in-place update), while a compiled region is one call that
+# runs whole (Inductor keeps the write in its graph): how far a recompute runs is not what
+# either promises. Without early stop both run everything again.
+THROUGH = ("checkpoint", "checkpoint_reentrant")
 
 # Note [Call relationships]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -270,6 +290,9 @@ class CallPlan:
     # string each): a sequence such as overlapping -> independent -> no_grad, judged call by
     # call (oracles/guards.py). Only drawn with a variant call.
     sequence: tuple[str, ...] = ()
+    # What calls the function (Note [The front-end axis]): None, the drive directly; else one
+    # of THROUGH, around every call of the plan.
+    through: str | None = None
 
 
 @dataclass(frozen=True)
@@ -421,6 +444,10 @@ def _validate_plan(plan: CallPlan) -> None:
             )
     if plan.sequence and plan.variant is None:
         raise SpecError("plan.sequence: calls after a variant call need a variant call")
+    if plan.through not in (None, *THROUGH):
+        raise SpecError(f"plan.through: expected None or one of {THROUGH}, got {plan.through!r}")
+    if plan.through is not None and plan.frontend != "dynamo":
+        raise SpecError(f"plan.through: {plan.through!r} needs frontend 'dynamo'")
     if plan.backend not in (None, *PLAN_BACKENDS):
         raise SpecError(
             f"plan.backend: expected None or one of {PLAN_BACKENDS}, got {plan.backend!r}"
