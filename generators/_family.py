@@ -65,6 +65,7 @@ _BASE_WEIGHTS = {
     "matmul": 1,
     "cast": 1,
     "detach": 1,
+    "autograd_grad": 1,  # Note [torch.autograd.grad inside the function]
     # torch's own vocabulary (_stmts_aten.py); last, so a shrunk draw still lands on "unary".
     "aten": 16,
 }

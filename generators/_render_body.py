@@ -49,6 +49,11 @@ _UNARY = {
     "contiguous": "{0}.contiguous()",
     "clone": "{0}.clone()",
 }
+# stmt_autograd_grad (Note [torch.autograd.grad inside the function])
+_GRAD = (
+    "torch.autograd.grad({0}.sum(), {1}, retain_graph=True, allow_unused=True, "
+    "materialize_grads=True)[0]"
+)
 _BINARY = {
     "add": "{0} + {1}",
     "sub": "{0} - {1}",
@@ -57,7 +62,7 @@ _BINARY = {
     "and": "{0} & {1}",
     "or": "{0} | {1}",
 }
-_EXPR = {**_UNARY, **_BINARY}
+_EXPR = {**_UNARY, **_BINARY, "autograd_grad": _GRAD}
 # In-place data and metadata ops, rendered as `a0.op(*rest)`.
 _METHODS = {
     "add_",

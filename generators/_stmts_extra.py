@@ -14,7 +14,14 @@ from ._model import HOOK_STYLES, Val, numel
 from ._spec import FunctionSpec, Stmt
 from ._stmts import bind, fresh, mutable, tensors
 
-__all__ = ["stmt_batchnorm", "stmt_effect", "stmt_function", "stmt_hook", "stmt_rng"]
+__all__ = [
+    "stmt_autograd_grad",
+    "stmt_batchnorm",
+    "stmt_effect",
+    "stmt_function",
+    "stmt_hook",
+    "stmt_rng",
+]
 
 
 def stmt_effect(b: Builder) -> bool:
@@ -223,4 +230,39 @@ def stmt_batchnorm(b: Builder) -> bool:
         b.saved_families.add(v.family)
     bind(b, out, Stmt("batchnorm", (v.name,), (out.name,)))
     event("module: BatchNorm running stats updated")
+    return True
+
+
+# Note [torch.autograd.grad inside the function]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# `g = torch.autograd.grad(v.sum(), t, retain_graph=True, allow_unused=True,
+# materialize_grads=True)[0]`: a backward run in the middle of the forward (issue 36's
+# front-end axis: torch machinery inside the compiled function). Dynamo breaks the graph there
+# by default, so autograd runs the first region's compiled backward before the call returns;
+# with the `trace_autograd_ops` knob it traces the grad into one graph. The result is a
+# tensor of t's shape and dtype that requires no grad (no create_graph), zeros where v does
+# not depend on t, laid out as the backward formulas made it (the gradient of a sum is an
+# expand: the model takes its strides as unknown and its elements as overlapping).
+# retain_graph keeps the graph for the drive's backward. Drawn only where the drive runs a
+# backward, so the model already forbids writes to what the graph saved (eager checks their
+# versions at this grad too), with grad on and outside inference_mode (eager refuses a grad
+# of what requires none), and through Dynamo only: the AOT front-end traces the grad while it
+# traces the function, which aot_function does not document (a dedupe program lost an
+# argument's gradient that way, unjudged), and a body that takes one keeps to Dynamo where a
+# metadata mutation would move it (`_stmts._front_end`).
+
+
+def stmt_autograd_grad(b: Builder) -> bool:
+    """A gradient taken inside the function (Note [torch.autograd.grad inside the
+    function])."""
+    if not (b.backward and b.grad_on) or b.inference_on or b.profile.frontend != "dynamo":
+        return False
+    cands = tensors(b, lambda v: v.requires_grad and v.is_float and not v.subclass)
+    if not cands:
+        return False
+    v, t = b.pick(cands[::-1]), b.pick(cands)  # the latest value, of an argument
+    # its layout is the backward formulas': the gradient of a sum is an expand (stride 0)
+    out = replace(fresh(b, t, t.shape, t.dtype, False), geom=None, overlapping=True)
+    bind(b, out, Stmt("autograd_grad", (v.name, t.name), (out.name,)))
+    event("front-end: torch.autograd.grad inside")
     return True

@@ -34,7 +34,14 @@ from ._stmts import (
     stmt_view,
 )
 from ._stmts_aten import stmt_aten
-from ._stmts_extra import stmt_batchnorm, stmt_effect, stmt_function, stmt_hook, stmt_rng
+from ._stmts_extra import (
+    stmt_autograd_grad,
+    stmt_batchnorm,
+    stmt_effect,
+    stmt_function,
+    stmt_hook,
+    stmt_rng,
+)
 from ._variants import variant_changes
 
 __all__ = ["GROUPS", "build", "family_strategy", "in_context", "random_stmt"]
@@ -61,6 +68,7 @@ GROUPS = {
     "function": stmt_function,
     "hook": stmt_hook,
     "batchnorm": stmt_batchnorm,
+    "autograd_grad": stmt_autograd_grad,
     "aten": stmt_aten,
 }
 
@@ -173,6 +181,12 @@ def _requires_grad(b: Builder, out: OutSpec) -> bool:
     return out.kind == "ref" and out.ref in b.vals and b.vals[out.ref].requires_grad
 
 
+def _grads_inside(b: Builder) -> bool:
+    """Whether the body takes a gradient (Note [torch.autograd.grad inside the function]):
+    eager refuses it in a call made under no_grad or inference_mode."""
+    return any(s.op == "autograd_grad" for s in b.body)
+
+
 def _config(b: Builder) -> tuple[str, ...]:
     """A configuration from the catalogue (Note [Drawn configurations] in
     pyfy_fuzz/schema/config.py): torch's defaults for three programs in four, else one knob,
@@ -264,8 +278,10 @@ def _plan(b: Builder, variant: str | None, config: tuple[str, ...] = ()) -> Call
     # asserts its inputs are still duplicates).
     hooks = b.integer(0, 9) if b.backward else 0
     through = THROUGH[hooks - 8] if hooks >= 8 and p.frontend == "dynamo" else None
-    if through == "checkpoint_reentrant" and not any(_requires_grad(b, o) for o in b.outputs):
-        through = None  # its backward refuses a recompute with nothing to differentiate
+    if through == "checkpoint_reentrant" and (
+        not any(_requires_grad(b, o) for o in b.outputs) or _grads_inside(b)
+    ):  # its backward refuses a recompute with nothing to differentiate, and its forward
+        through = None  # runs under no_grad, where a grad inside the function is refused
     if through is not None:
         event(f"front-end: through {through}")
     return CallPlan(
@@ -314,6 +330,11 @@ def build(draw: Callable[..., object], family: str, max_ops: int, max_inputs: in
     # A statement may have moved the program to the AOT front-end after the knobs were drawn
     # (stmt_metadata): a knob that front-end does not take goes (ddp_fakify needs Dynamo).
     config = tuple(n for n in config if b.profile.frontend in CATALOGUE[n].frontends)
+    if _grads_inside(b):  # a call site without grad would make every call refuse it
+        config = tuple(n for n in config if n not in ("no_grad", "inference_mode"))
+        traced = "trace_autograd_ops"  # half of them with Dynamo tracing the grad
+        if b.profile.frontend == "dynamo" and traced not in config and b.chance(2):
+            config += (traced,)
     spec = b.spec(_plan(b, variant, config))
     # A variant that gives call 0's inputs again tests no guard (and read the file's replay
     # of torch's own error as guard-unsound): none. Likewise a later call of the sequence.

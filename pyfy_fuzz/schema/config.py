@@ -174,6 +174,14 @@ _KNOBS = (
         frontends=("dynamo",),
     ),
     ConfigKnob(
+        "trace_autograd_ops",
+        "compile",
+        (("torch._dynamo.config.trace_autograd_ops", True),),
+        "graph: Dynamo traces a torch.autograd.grad inside the function into its graph instead "
+        "of breaking there (Note [torch.autograd.grad inside the function] in generators)",
+        frontends=("dynamo",),
+    ),
+    ConfigKnob(
         "no_grad",
         "call",
         (("call.no_grad", True),),

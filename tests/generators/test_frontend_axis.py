@@ -145,3 +145,57 @@ def test_a_buffer_written_beside_a_saved_product_is_no_difference_under_inductor
     torch._dynamo.reset()
     result = run_case(_through(BUFFER, "checkpoint"), backend="inductor", workdir=tmp_path)
     assert result.status == "ok" and not result.findings, result.findings
+
+
+# Note [torch.autograd.grad inside the function]: a gradient taken in the middle of the call,
+# then the drive's backward through the same graph (retain_graph).
+GRAD_INSIDE = ProgramSpec(
+    family="output_aliasing",
+    roots=(RootSpec((3,), grad="leaf"), RootSpec((3,), grad="leaf")),
+    inputs=(InputSpec("root"), InputSpec("root", root=1)),
+    body=(
+        Stmt("sin", ("a0",), ("v0",)),
+        Stmt("mul", ("v0", "a1"), ("v1",)),
+        Stmt("autograd_grad", ("v1", "a0"), ("v2",)),
+        Stmt("mul", ("v2", "a1"), ("v3",)),
+    ),
+    outputs=(OutSpec("ref", "v1"), OutSpec("ref", "v3")),
+    plan=CallPlan(calls=2),
+)
+
+
+def test_a_grad_inside_the_function_is_drawn_where_every_call_can_take_it() -> None:
+    specs = [s for s in draw(programs(), 1000, seed=0) if _takes_grad(s)]
+    assert len(specs) >= 10, len(specs)
+    traced = sum("trace_autograd_ops" in s.plan.config for s in specs)
+    assert 0 < traced < len(specs)  # Dynamo breaking the graph there, and tracing it
+    for s in specs:
+        assert s.plan.backward and s.plan.frontend == "dynamo", s.plan
+        assert s.plan.through != "checkpoint_reentrant", s.plan  # its forward has no grad
+        assert not {"no_grad", "inference_mode"} & set(s.plan.config), s.plan
+    ran = 0
+    for s in specs:  # eager takes it: the model forbade what it refuses
+        program = materialize(s)
+        try:
+            for seed in range(s.plan.calls):
+                program.module.drive(program.make_fn(), program.make_inputs(seed), seed)
+            ran += 1
+        except Exception:
+            pass
+    assert ran >= 0.8 * len(specs), (ran, len(specs))
+
+
+def _takes_grad(spec: ProgramSpec) -> bool:
+    return any(s.op == "autograd_grad" for s in spec.body)
+
+
+@pytest.mark.parametrize("config", [(), ("trace_autograd_ops",)])
+def test_a_grad_inside_is_no_difference_where_torch_compile_is_right(
+    config: tuple[str, ...], tmp_path: Path
+) -> None:
+    torch._dynamo.reset()
+    spec = replace(GRAD_INSIDE, plan=replace(GRAD_INSIDE.plan, config=config))
+    result = run_case(spec, workdir=tmp_path, keep_evidence=True)
+    assert result.status == "ok" and not result.findings, result.findings
+    assert result.evidence is not None
+    assert all(c.raised is None for c in result.evidence.eager.calls)
