@@ -12,7 +12,8 @@ aims at is declared with the family (`generators.FAMILY_TARGETS`).
 from __future__ import annotations
 
 from pyfy_fuzz.schema.spec import CALL_RELATIONS as _RELATIONS
-from pyfy_fuzz.schema.spec import THROUGH, ProgramSpec, variant_tokens
+from pyfy_fuzz.schema.spec import THROUGH as _THROUGH
+from pyfy_fuzz.schema.spec import ProgramSpec, variant_tokens
 
 __all__ = [
     "ALL_PATHS",
@@ -51,7 +52,7 @@ SPEC_PATHS: tuple[str, ...] = (
     "plan/sequence",
     # what calls the function: torch.utils.checkpoint, either form (Note [The front-end
     # axis] in schema/spec.py)
-    *(f"plan/through/{t}" for t in THROUGH),
+    *(f"plan/through/{t}" for t in _THROUGH),
     # a later call aliases arguments call 0 kept apart (or aliases them otherwise), and the
     # body writes one argument and reads another: where stale reads live (issue 28)
     *(f"plan/aliased_later/{kind}" for kind in _LATER_ALIASING),
