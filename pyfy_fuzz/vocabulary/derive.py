@@ -50,6 +50,11 @@ _SKIP_TAGS = {
 }
 
 
+class _NotRepeatable(Exception):
+    """A recipe whose result is not a function of its arguments (Note [A recipe is
+    repeatable])."""
+
+
 class _Unencodable(Exception):
     """A sample argument of a kind a generated program does not write."""
 
@@ -217,6 +222,8 @@ def _recipe(probe: _Probe, dtype: torch.dtype) -> Recipe | None:
         got = probe.result(self_)
         if got is None:
             continue
+        if not _repeatable(probe, got[0], shape, dtype):
+            raise _NotRepeatable
         outs[shape_key(shape)] = _meta(got[0], torch.empty(shape), probe.cls)
         item = got[1]
         if shape and math.prod(shape) > 1 and probe.result(_strided(shape, dtype)) is None:
@@ -238,6 +245,36 @@ def _recipe(probe: _Probe, dtype: torch.dtype) -> Recipe | None:
         differentiable=_differentiable(probe, first),
         item=item,
     )
+
+
+# Note [A recipe is repeatable]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A fresh result must be a function of the call: the oracles compare values, and a value that
+# is whatever memory held before would differ between eager and a compile by chance, a false
+# alarm. empty_like, new_empty and new_empty_strided return uninitialized memory, and a
+# recipe replayed on another self may make an op read past what it wrote (segment_reduce's
+# OpInfo offsets point past a self of size 1 to 4). So each shape's call is made again after
+# memory of the result's size was filled with a pattern and freed -- the allocator hands that
+# block to the second call -- and a recipe whose two results differ (NaN equal to NaN) is not
+# kept; an op without a repeatable recipe is left out ("its values are not a function of its
+# arguments").
+
+
+def _repeatable(probe: _Probe, first: torch.Tensor, shape: tuple[int, ...], dtype: Any) -> bool:
+    """Note [A recipe is repeatable]."""
+    if probe.cls not in ("functional", "view_inverse") or first.numel() == 0:
+        return True
+    junk = torch.empty(first.untyped_storage().nbytes(), dtype=torch.uint8)
+    junk.fill_(0x7F)  # NaN in every float width, large in every integer one
+    del junk
+    again = probe.result(_self(shape, dtype))
+    if again is None or type(again[0]) is not type(first) or again[0].shape != first.shape:
+        return False
+    try:
+        torch.testing.assert_close(again[0], first, rtol=0, atol=0, equal_nan=True)
+    except AssertionError:
+        return False
+    return True
 
 
 def _differentiable(probe: _Probe, shape: tuple[int, ...]) -> bool:
@@ -372,12 +409,17 @@ def derive() -> Table:
     skipped = {b for c in census.values() for b, why in c.items() if why in _SKIP_TAGS.values()}
     found: dict[tuple[str, str], tuple[str, list[Recipe], Any]] = {}
     sampled: dict[str, set[str]] = {c: set() for c in CLASSES}
+    unrepeatable: set[tuple[str, str]] = set()
     for opinfo in op_db:
         for base, overload, probe, sample in _probes(opinfo, overloads):
             if base in skipped or probe.result(sample.detach().clone()) is None:
                 continue
             sampled[probe.cls].add(base)  # a CPU sample binds: the class's denominator
-            recipe = _recipe(probe, sample.dtype)
+            try:
+                recipe = _recipe(probe, sample.dtype)
+            except _NotRepeatable:
+                unrepeatable.add((probe.cls, base))
+                continue
             if recipe is None:
                 census[probe.cls][base] = "its samples run on none of the generator's shapes"
                 continue
@@ -394,6 +436,9 @@ def derive() -> Table:
         )
         ops.append(VocabOp(name=name, cls=cls, rounding=_rounding(op, cls), recipes=kept))
         census[cls][base] = ""
+    for cls, base in unrepeatable:
+        if census[cls][base]:  # no recipe of it was kept
+            census[cls][base] = "its values are not a function of its arguments (uninitialized)"
     version = torch.__version__.split("+")[0]
     return Table(
         torch=version,
