@@ -277,6 +277,44 @@ def _repeatable(probe: _Probe, first: torch.Tensor, shape: tuple[int, ...], dtyp
     return True
 
 
+# Note [A recipe is traceable]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Some overloads take a tensor and read its values on the host (tensor_split's
+# tensor_indices_or_sections calls .tolist()), yet carry no data-dependent tag. A compiler
+# traces such a call with fake tensors that hold no values: Dynamo breaks the graph there,
+# and the AOT front-end, which cannot break, refuses it by design (DataDependentOutputException;
+# the issue-36 campaigns' 59089f434e3e, twice). So each kept recipe is also run on fake
+# tensors (every tensor argument fakified, none a known constant); one whose output shape or
+# values need the data (a data-dependent exception, or a C++ kernel finding no data to read)
+# is left out like the tagged ops are ("a data-dependent output").
+
+
+def _traceable(probe: _Probe, shape: tuple[int, ...], dtype: Any) -> bool:
+    """Note [A recipe is traceable]."""
+    from torch._subclasses.fake_tensor import (
+        DataDependentOutputException,
+        DynamicOutputShapeException,
+        FakeTensorMode,
+    )
+
+    args = [_decode(a, _self(shape, dtype)) for a in probe.args]
+    kwargs = {k: _decode(v, _self(shape, dtype)) for k, v in probe.kwargs}
+    mode = FakeTensorMode()
+    fake = lambda x: mode.from_tensor(x) if isinstance(x, torch.Tensor) else x  # noqa: E731
+    args = [[fake(x) for x in a] if isinstance(a, list) else fake(a) for a in args]
+    kwargs = {k: fake(v) for k, v in kwargs.items()}
+    try:
+        with mode:
+            probe.op(*args, **kwargs)
+    except (DataDependentOutputException, DynamicOutputShapeException):
+        return False
+    except RuntimeError as exc:  # a C++ kernel reading a fake tensor's (absent) data
+        return "data is not allocated" not in str(exc)
+    except Exception:  # noqa: BLE001 - a fake kernel's own gap is not data dependence
+        return True
+    return True
+
+
 def _differentiable(probe: _Probe, shape: tuple[int, ...]) -> bool:
     """A float32 self requiring grad gets a gradient through the result."""
     leaf = _self(shape, torch.float32).requires_grad_()
@@ -422,6 +460,10 @@ def derive() -> Table:
                 continue
             if recipe is None:
                 census[probe.cls][base] = "its samples run on none of the generator's shapes"
+                continue
+            first = next(s for s in SHAPES if shape_key(s) in recipe.outs)
+            if not _traceable(probe, first, sample.dtype):
+                census[probe.cls][base] = _SKIP_TAGS["data_dependent_output"]
                 continue
             key = (base, overload)
             entry = found.setdefault(key, (probe.cls, [], probe.op))
