@@ -178,6 +178,25 @@ def test_fewer_dims_than_a_layout_needs_make_the_root_contiguous() -> None:
     assert ((1, 1), "transposed") in shapes
 
 
+def test_a_root_read_as_another_dtype_keeps_its_dtype() -> None:
+    """float16 read as bfloat16 (one element size) must not become float32 read as bfloat16,
+    a view of another size the generator never draws (the issue-36 triage's 3369)."""
+    spec = ProgramSpec(
+        family="input_mutation",
+        roots=(RootSpec((2, 2), dtype="float16"), RootSpec((2,), dtype="float16")),
+        inputs=(
+            InputSpec("view", views=(ViewStep("view_dtype", ("bfloat16",)),)),
+            InputSpec("root", root=1),
+        ),
+        body=(),
+        outputs=(OutSpec("ref", "a0"), OutSpec("ref", "a1")),
+        plan=CallPlan(calls=1, backward=False, tangents="ones"),
+    )
+    got = list(candidates(spec))
+    assert all(c.roots[0].dtype == "float16" for c in got if len(c.roots) == 2)
+    assert any(c.roots[1].dtype == "float32" for c in got if len(c.roots) == 2)
+
+
 def test_module_parts_follow_the_root_and_unread_ones_go() -> None:
     spec = ProgramSpec(
         family="module",

@@ -235,14 +235,27 @@ def _simplify_module(spec: ProgramSpec, m: ModuleSpec) -> Iterator[ProgramSpec]:
         yield rename(smaller, renumber("b", j, nb))
 
 
+def _read_as_dtype(spec: ProgramSpec, k: int) -> bool:
+    """Whether an argument views root k as another dtype (a `view_dtype` step)."""
+    return any(
+        i.root == k and any(s.op == "view_dtype" for s in i.views)
+        for i in spec.inputs
+        if i.kind in ("view", "set_shared")
+    )
+
+
 def _simplify_roots(spec: ProgramSpec) -> Iterator[ProgramSpec]:
     """Plainer roots: float32, contiguous, no grad, no subclass (together, then apart), then
-    smaller shapes: every dim 1, no size-1 dims, then per dim: 1, half, one less, dropped."""
+    smaller shapes: every dim 1, no size-1 dims, then per dim: 1, half, one less, dropped. A
+    root an argument reads as another dtype keeps its dtype: the generator pairs only dtypes
+    of one element size (`generators._build.DTYPE_PARTNER`), and float32 read as bfloat16
+    is a view of another size the generator never draws (the issue-36 triage's 3369)."""
     for k, r in enumerate(spec.roots):
-        plain = RootSpec(r.shape)  # float32, contiguous, no grad, no subclass
+        read = _read_as_dtype(spec, k)
+        plain = RootSpec(r.shape, dtype=r.dtype if read else "float32")  # contiguous, no grad
         yield _with_root(spec, k, plain)
         changes: list[dict[str, Any]] = [
-            {"dtype": plain.dtype},
+            {} if read else {"dtype": plain.dtype},
             {"layout": plain.layout},
             {"grad": plain.grad},
             {"grad": "leaf"} if r.grad == "nonleaf" else {},
