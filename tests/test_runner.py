@@ -25,7 +25,7 @@ from generators._spec import (
 )
 from pyfy_fuzz.case.ground_truth import nondeterminism
 from pyfy_fuzz.case.observe import Target, observe_subject
-from pyfy_fuzz.case.runner import run_case
+from pyfy_fuzz.case.runner import case_backend, run_case
 from pyfy_fuzz.case.subjects import BundledPythonify, Produced
 from pyfy_fuzz.pythonify import PythonifyUnsupported
 
@@ -683,3 +683,25 @@ def test_the_capture_and_the_stock_compile_do_not_share_a_recompile_limit():
     assert any(f.exc_type and "RecompileLimit" in f.exc_type for f in found) or any(
         "FailOnRecompileLimitHit" in f.explanation for f in found
     ), [f.explanation for f in found]
+
+
+def test_an_aot_front_end_program_that_changes_grad_mode_is_not_compiled_by_inductor(
+    tmp_path: Path,
+) -> None:
+    """Note [The AOT front-end under Inductor keeps no grad mode]: symbolic_trace drops the
+    no_grad block, so the output would require grad (the issue-36 triage's N36d.5)."""
+    no_grad = ProgramSpec(
+        family="dedupe",
+        roots=(RootSpec((3,), grad="leaf"),),
+        inputs=(InputSpec("root"),),
+        body=(Stmt("mul2", ("a0",), ("v0",), ctx="no_grad"),),
+        outputs=(OutSpec("ref", "v0"),),
+        plan=CallPlan(calls=1, frontend="aot", backend="inductor"),
+    )
+    assert case_backend(no_grad, "aot_eager") == "aot_eager"
+    plain = replace(no_grad, body=(Stmt("mul2", ("a0",), ("v0",)),))
+    assert case_backend(plain, "aot_eager") == "inductor"
+    dynamo = replace(no_grad, plan=replace(no_grad.plan, frontend="dynamo"))
+    assert case_backend(dynamo, "aot_eager") == "inductor"
+    result = run_case(no_grad, workdir=tmp_path)
+    assert result.status == "ok" and not result.findings, result.findings

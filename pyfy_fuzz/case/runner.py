@@ -92,9 +92,32 @@ class CaseResult:
     config_skipped: tuple[str, ...] = ()
 
 
+# Note [The AOT front-end under Inductor keeps no grad mode]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The AOT front-end with Inductor is the harness's own construction: the flat function traced
+# by torch.fx.symbolic_trace, then compile_fx (pythonify.capture.aot.trace_flat, for the stock
+# compile and the capture alike). symbolic_trace runs `with torch.no_grad()`,
+# `torch.set_grad_enabled(...)` and the context axis's blocks while it traces and records
+# none of them (FX by design, pytorch#62043): every grad-mode change in the body is lost, and
+# what comes out differs from eager for the harness's reasons, not torch's (the issue-36
+# triage's N36d.5: a no_grad output requiring grad). torch.compile and aot_function keep
+# them. Until that front-end traces grad mode (aot_function with Inductor's compilers, or a
+# pre-dispatch make_fx trace), a program through it that changes grad mode compiles with
+# aot_eager instead; the case, its entry and its repro say so by their backend.
+
+
+def _changes_grad_mode(spec: ProgramSpec) -> bool:
+    return any(s.ctx is not None or s.op == "set_grad_enabled" for s in spec.body)
+
+
 def case_backend(spec: ProgramSpec, backend: str) -> str:
-    """The backend a case compiles with: the spec's own, else the one it is run with."""
-    return spec.plan.backend or backend
+    """The backend a case compiles with: the spec's own, else the one it is run with; not
+    Inductor for an AOT-front-end program that changes grad mode (Note [The AOT front-end
+    under Inductor keeps no grad mode])."""
+    chosen = spec.plan.backend or backend
+    if chosen == "inductor" and spec.plan.frontend == "aot" and _changes_grad_mode(spec):
+        return "aot_eager"
+    return chosen
 
 
 def _fp64_target(program: Program) -> Target:
