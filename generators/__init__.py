@@ -32,7 +32,7 @@ from ._spec import (
     spec_from_dict,
 )
 from ._stmts import INPLACE
-from ._stmts_aten import rounds
+from ._stmts_aten import pure_aten, rounds
 from ._vocabulary import TABLES_DIR as VOCABULARY_DIR
 from ._vocabulary import installed_release
 
@@ -58,6 +58,7 @@ __all__ = [
     "reached",
     "inductor_reasons",
     "installed_release",
+    "pure_aten",
     "render",
     "rounds",
     "spec_from_dict",

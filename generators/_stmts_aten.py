@@ -37,7 +37,7 @@ from ._spec import ProgramSpec, Stmt
 from ._stmts import bind, fresh, mutable, tensors
 from ._vocabulary import by_class, by_name
 
-__all__ = ["ATEN_CLASSES", "rounds", "stmt_aten"]
+__all__ = ["ATEN_CLASSES", "pure_aten", "rounds", "stmt_aten"]
 
 # The classes stmt_aten draws, each repeated by its odds; index 0 is where shrinking ends.
 ATEN_CLASSES = (
@@ -236,3 +236,14 @@ def rounds(spec: ProgramSpec) -> bool:
         return False
     known = by_name()
     return any(name not in known or known[name].rounding for name in names)
+
+
+def pure_aten(stmt: Stmt) -> bool:
+    """An aten statement torch.compile may drop when nothing uses its result: an op of the
+    vocabulary's functional, view or view-inverse class (no write, no side effect), as the
+    runner's dead-code excuse counts the hand-written pure ops (the issue-36 triage's a17: a
+    dead slice_scatter eager rejects). An op the installed table does not know is not."""
+    if stmt.op != "aten":
+        return False
+    op = by_name().get(str(stmt.args[0]))
+    return op is not None and op.cls in ("functional", "view", "view_inverse")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from generators import INPLACE, Program, ProgramSpec, materialize
+from generators import INPLACE, Program, ProgramSpec, materialize, pure_aten
 from pyfy_fuzz.case.ground_truth import observe_eager
 from pyfy_fuzz.schema.observation import CallObs, SubjectObs
 from pyfy_fuzz.schema.spec import OutSpec
@@ -67,7 +67,8 @@ def dead_writes(spec: ProgramSpec) -> set[int]:
 
 
 def dead_statements(spec: ProgramSpec) -> list[int]:
-    """Indices of the body's statements whose results nothing uses: pure (PURE_OPS) and none
+    """Indices of the body's statements whose results nothing uses: pure (PURE_OPS, or an aten
+    op of a pure class: `generators.pure_aten`) and none
     of the values they bind reaches an output or a statement that is not itself dead, and the
     in-place writes into such values (`dead_writes`)."""
     live: set[str] = set().union(*(_refs(o) for o in spec.outputs)) if spec.outputs else set()
@@ -75,7 +76,8 @@ def dead_statements(spec: ProgramSpec) -> list[int]:
     dead = []
     for i in reversed(range(len(spec.body))):
         stmt = spec.body[i]
-        if i in writes or (stmt.op in PURE_OPS and not live.intersection(stmt.outs)):
+        pure = stmt.op in PURE_OPS or pure_aten(stmt)
+        if i in writes or (pure and not live.intersection(stmt.outs)):
             dead.append(i)
             continue
         live.update(a for a in stmt.args if isinstance(a, str))

@@ -118,6 +118,18 @@ def _ref(name: str) -> OutSpec:
             [],
         ),
         ([("apply_fn", (0, "a0"), ("v0",)), ("sin", ("a0",), ("v1",))], [_ref("v1")], []),
+        # an aten op of a pure class is dead like a hand-written one (the issue-36 triage's
+        # a17: a dead slice_scatter eager rejects); an in-place one never is
+        (
+            [
+                ("aten", ("aten.slice_scatter.default", "a0", "a0"), ("v0",)),
+                ("aten", ("aten.narrow.default", "a0", 0, 0, 1), ("v1",)),
+                ("aten", ("aten.sin_.default", "a0"), ("v2",)),
+                ("sin", ("a0",), ("v3",)),
+            ],
+            [_ref("v3")],
+            [0, 1],
+        ),
         # a value returned inside a tuple, or only through its size, is used
         (
             [("sin", ("a0",), ("v0",)), ("cos", ("a0",), ("v1",)), ("neg", ("a0",), ("v2",))],
@@ -134,6 +146,7 @@ def _ref(name: str) -> OutSpec:
         "rng",
         "hook",
         "function",
+        "aten",
         "size-and-tuple",
     ],
 )
