@@ -18,8 +18,10 @@ from pyfy_fuzz.schema.config import CATALOGUE
 
 from ._build import Builder
 from ._families import DECLARATIONS
+from ._prelude import METADATA_OPS
 from ._spec import CALL_RELATIONS, THROUGH, CallPlan, OutSpec, ProgramSpec, variant_tokens
 from ._stmts import (
+    INPLACE,
     stmt_binary,
     stmt_cast,
     stmt_data,
@@ -43,6 +45,7 @@ from ._stmts_extra import (
     stmt_rng,
 )
 from ._variants import variant_changes
+from ._vocabulary import by_name
 
 __all__ = ["GROUPS", "build", "family_strategy", "in_context", "random_stmt"]
 
@@ -181,6 +184,37 @@ def _requires_grad(b: Builder, out: OutSpec) -> bool:
     return out.kind == "ref" and out.ref in b.vals and b.vals[out.ref].requires_grad
 
 
+# What a statement writes in place: its first argument, for the hand-written writes and
+# metadata changes; for an aten statement of an in-place class, self (its first value).
+_WRITES = frozenset({*INPLACE, *METADATA_OPS, "data_mul_"})
+
+
+def _writes_an_argument(b: Builder) -> bool:
+    """Whether the body writes, in place, memory an argument of the call owns (a checkpoint
+    keeps its arguments for the recompute and refuses them changed: Note [The front-end
+    axis])."""
+    owned = {b.vals[f"a{k}"].storage for k in range(len(b.inputs)) if f"a{k}" in b.vals}
+    for s in b.body:
+        if s.op == "aten":
+            op = by_name().get(str(s.args[0]))
+            if op is None or op.cls not in ("inplace", "inplace_view"):
+                continue
+            target = s.args[1]
+        elif s.op in _WRITES and s.args:
+            target = s.args[0]
+        elif s.op == "apply_fn" and _writing_function(b, s.args[0]):
+            target = s.args[1]  # a Function writing its input (mark_dirty, or in backward)
+        else:
+            continue
+        if isinstance(target, str) and target in b.vals and b.vals[target].storage in owned:
+            return True
+    return False
+
+
+def _writing_function(b: Builder, k: object) -> bool:
+    return isinstance(k, int) and b.functions[k].body in ("dirty", "bw_mutate")
+
+
 def _grads_inside(b: Builder) -> bool:
     """Whether the body takes a gradient (Note [torch.autograd.grad inside the function]):
     eager refuses it in a call made under no_grad or inference_mode."""
@@ -278,6 +312,8 @@ def _plan(b: Builder, variant: str | None, config: tuple[str, ...] = ()) -> Call
     # asserts its inputs are still duplicates).
     hooks = b.integer(0, 9) if b.backward else 0
     through = THROUGH[hooks - 8] if hooks >= 8 and p.frontend == "dynamo" else None
+    if through is not None and _writes_an_argument(b):
+        through = None  # Note [The front-end axis]: a checkpoint's arguments stay unwritten
     if through == "checkpoint_reentrant" and (
         not any(_requires_grad(b, o) for o in b.outputs) or _grads_inside(b)
     ):  # its backward refuses a recompute with nothing to differentiate, and its forward

@@ -96,13 +96,19 @@ CONTEXTS = ("no_grad", "inference_mode", "enable_grad")
 # under no_grad and whose backward calls it again under enable_grad: a compiled region inside
 # a custom Function, compiled for inference first and for training in backward). Every
 # subject is called through the same machinery (`_prelude.through`), so eager stays the
-# reference; only plans with a backward through Dynamo draw one (aot_function has no guards:
-# a reentrant checkpoint's recompute passes detached copies of its arguments under grad, which
-# its one compile does not cover). Non-reentrant checkpoint runs with early_stop=False: with
-# early stop, eager's recompute stops at the last saved tensor it needs, before the side
-# effects after it (a buffer's in-place update), while a compiled region is one call that
-# runs whole (Inductor keeps the write in its graph): how far a recompute runs is not what
-# either promises. Without early stop both run everything again.
+# reference. Only plans with a backward draw one, and only where:
+# - the program goes through Dynamo: aot_function has no guards, and a reentrant checkpoint's
+#   recompute passes detached copies of its arguments under grad, which its one compile does
+#   not cover (a dedupe program's graph asserts its inputs are still duplicates);
+# - the body writes no argument in place: a checkpoint keeps its arguments for the recompute
+#   and refuses them changed, but only when backward unpacks something saved, which the
+#   partitioner decides, so eager and Inductor would differ by design (the issue-36 triage's
+#   3b38).
+# Non-reentrant checkpoint runs with early_stop=False: with early stop, eager's recompute
+# stops at the last saved tensor it needs, before the side effects after it (a buffer's
+# in-place update), while a compiled region is one call that runs whole (Inductor keeps the
+# write in its graph): how far a recompute runs is not what either promises. Without early
+# stop both run everything again.
 THROUGH = ("checkpoint", "checkpoint_reentrant")
 
 # Note [Call relationships]
