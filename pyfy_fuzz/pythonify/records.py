@@ -79,8 +79,13 @@ def view_ops(seq: Any) -> tuple[ViewOp, ...] | None:
     """Decode a ViewMetaSequence into aten calls, or None when it cannot be replayed.
 
     Each ViewMeta is a pybind class named `<op>_<overload>_ViewMeta` whose as_tuple() is
-    (has_symbolic_inputs, is_multi_output, inverse_return_mode, *op_args[, out_index]).
-    None falls back to torch's own fallback (_view_func or as_strided), as gen_alias_from_base.
+    (has_symbolic_inputs, is_multi_output, inverse_return_mode, *op_args[, out_index]) for a
+    single-output view and (has_symbolic_inputs, out_index, is_multi_output,
+    inverse_return_mode, *op_args) for one output of a multi-output view (split, chunk,
+    unbind: torch 2.13 and 2.15), so the fields are found by where the InverseReturnMode
+    sits. None falls back to torch's own fallback (_view_func or as_strided), as
+    gen_alias_from_base: that fallback gives an as_strided view where torch replays the
+    views (the issue-36 triage's c712, a chunk's output).
     """
     if seq is None:
         return None
@@ -94,11 +99,14 @@ def view_ops(seq: Any) -> tuple[ViewOp, ...] | None:
         if op is None:
             return None
         tup = vm.as_tuple()
-        multi = bool(tup[1])
-        args = list(tup[3:])
-        out_index = None
+        mode = next(
+            (k for k, x in enumerate(tup[:4]) if type(x).__name__ == "InverseReturnMode"), 2
+        )
+        multi = bool(tup[mode - 1])
+        args = list(tup[mode + 1 :])
+        out_index = int(tup[1]) if mode == 3 else None
         schema_args = len(op._schema.arguments) - 1
-        if multi and len(args) == schema_args + 1:
+        if out_index is None and multi and len(args) == schema_args + 1:
             out_index = int(args.pop())
         if len(args) > schema_args:
             return None

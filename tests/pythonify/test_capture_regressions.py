@@ -280,3 +280,22 @@ def test_dynamo_failing_inside_its_tracing_is_a_refusal_not_a_crash(tmp_path: Pa
     torch.compile(f, backend="aot_eager")(x)  # torch.compile itself runs it
     with pytest.raises(PythonifyUnsupported, match="Dynamo failed while tracing under fullgraph"):
         pythonify(f, (x,), tmp_path / "f.py")
+
+
+def test_an_output_view_of_a_multi_output_view_is_replayed_not_as_strided(tmp_path):
+    """One output of a multi-output view (chunk -> split) puts its out_index second in its
+    ViewMeta's tuple; misread, the file rebuilt the output with as_strided where torch
+    replays split and unfold (the issue-36 triage's c712: AsStridedBackward0 against
+    UnfoldBackward0)."""
+    from pyfy_fuzz.pythonify import load
+
+    def f(a):
+        v = a.chunk(5, 1)[0]
+        with torch.no_grad():
+            return v.unfold(1, 1, 1)
+
+    result = pythonify(f, (torch.randn(4, 4, 1, requires_grad=True),), tmp_path / "p.py")
+    mod = load(result.path, bind=f)
+    expected = result.compiled(torch.randn(4, 4, 1, requires_grad=True))
+    got = mod.call(torch.randn(4, 4, 1, requires_grad=True))
+    assert type(got.grad_fn).__name__ == type(expected.grad_fn).__name__ == "UnfoldBackward0"
