@@ -82,7 +82,7 @@ def test_emulated_graph_rewrites_its_static_outputs_in_place(rt: dict[str, Any])
         (static_out,) = g.capture(lambda args: [args[0] * 3], [static_x])
     # Capture computes nothing: the output holds garbage until the first replay.
     assert torch.isnan(static_out).all()
-    ptr = static_out.data_ptr()
+    ptr, version = static_out.data_ptr(), static_out._version
     g.replay()
     assert torch.equal(static_out, torch.tensor([3.0, 6.0]))
     static_x.copy_(torch.tensor([5.0, 7.0]))  # new values reach the graph only via its buffers
@@ -90,6 +90,9 @@ def test_emulated_graph_rewrites_its_static_outputs_in_place(rt: dict[str, Any])
     assert torch.equal(static_out, torch.tensor([15.0, 21.0]))  # the held tensor changed
     assert static_out.data_ptr() == ptr and g.static_outputs[0] is static_out
     assert g.num_replays == 2
+    # a real replay writes memory without the dispatcher: no version counter moves (the
+    # issue-36 triage's b2d6: a hook saw version 1 in the file, 0 in torch)
+    assert static_out._version == version
 
 
 def test_emulated_capture_has_no_memory_effect(rt: dict[str, Any]) -> None:
