@@ -195,9 +195,9 @@ def mark_inputs(args):
 def compile_site():
     """What is active around a call when torch.compile compiles at it: the plan's saved-tensor
     hooks (drive wraps the call and its backward in them), the call site, and no_grad where a
-    reentrant checkpoint's forward makes the first call. A compile made
-    apart from the drive (pythonify's capture) is made inside this, so it sees what the stock
-    compile sees at its first call."""
+    reentrant checkpoint's forward makes the first call. A compile made apart from the drive
+    (pythonify's capture) is made inside this, so it sees what the stock compile sees at its
+    first call."""
     stack = contextlib.ExitStack()
     if PLAN.get("through") == "checkpoint_reentrant":  # its forward is a Function's: no_grad
         stack.enter_context(torch.no_grad())

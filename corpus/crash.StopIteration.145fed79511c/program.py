@@ -127,10 +127,13 @@ def mark_inputs(args):
 
 def compile_site():
     """What is active around a call when torch.compile compiles at it: the plan's saved-tensor
-    hooks (drive wraps the call and its backward in them) and the call site. A compile made
-    apart from the drive (pythonify's capture) is made inside this, so it sees what the stock
-    compile sees at its first call."""
+    hooks (drive wraps the call and its backward in them), the call site, and no_grad where a
+    reentrant checkpoint's forward makes the first call. A compile made apart from the drive
+    (pythonify's capture) is made inside this, so it sees what the stock compile sees at its
+    first call."""
     stack = contextlib.ExitStack()
+    if PLAN.get("through") == "checkpoint_reentrant":  # its forward is a Function's: no_grad
+        stack.enter_context(torch.no_grad())
     if PLAN["saved_tensor_hooks"]:
         stack.enter_context(torch.autograd.graph.saved_tensors_hooks(_pack, _unpack))
     stack.enter_context(call_site())
@@ -155,7 +158,7 @@ def _drive(call, args, seed, leaves, variant=None):
     torch.manual_seed(seed)
     try:
         with call_site(variant):
-            out = call(*args)
+            out = through(call, args)
         result = {"out": out, "grad_enabled_after": torch.is_grad_enabled(), "grads": None, "second": None}
     finally:
         torch.set_grad_enabled(True)
@@ -180,6 +183,16 @@ def _drive(call, args, seed, leaves, variant=None):
         except RuntimeError as exc:
             result["second"] = exc
     return result
+
+
+def through(call, args):
+    """The call as PLAN's front-end makes it (Note [The front-end axis]): directly, or
+    through torch.utils.checkpoint, which runs it again in backward."""
+    if PLAN.get("through") == "checkpoint":
+        return torch.utils.checkpoint.checkpoint(call, *args, use_reentrant=False, early_stop=False)
+    if PLAN.get("through") == "checkpoint_reentrant":
+        return torch.utils.checkpoint.checkpoint(call, *args, use_reentrant=True)
+    return call(*args)
 
 
 def _unalias(t):
@@ -485,10 +498,10 @@ def make_inputs(seed=0, variant=None):
     _LAST_ARGS[:] = [args]  # what an "again" call passes once more
     return args
 
-PLAN = {'calls': 1, 'variant': None, 'backward': True, 'tangents': 'randn', 'second_backward': None, 'dynamic': True, 'frontend': 'dynamo', 'mode': None, 'saved_tensor_hooks': False, 'grad_fn_hooks': False, 'config': ('bundled_cache',), 'backend': None, 'sequence': ()}
+PLAN = {'calls': 1, 'variant': None, 'backward': True, 'tangents': 'randn', 'second_backward': None, 'dynamic': True, 'frontend': 'dynamo', 'mode': None, 'saved_tensor_hooks': False, 'grad_fn_hooks': False, 'config': ('bundled_cache',), 'backend': None, 'sequence': (), 'through': None}
 CALL_CONTEXT = None
 NO_RETAIN = ()  # Note [Arguments whose grad is not retained]
-SPEC = '{"body": [{"args": ["a0"], "ctx": null, "op": "effect_op", "outs": []}, {"args": ["a0"], "ctx": null, "op": "neg", "outs": ["v0"]}], "family": "effects", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "v0", "value": 0}], "plan": {"backend": null, "backward": true, "calls": 1, "config": ["bundled_cache"], "dynamic": true, "frontend": "dynamo", "grad_fn_hooks": false, "mode": null, "saved_tensor_hooks": false, "second_backward": null, "sequence": [], "tangents": "randn", "variant": null}, "roots": [{"dtype": "float32", "grad": "leaf", "layout": "contiguous", "shape": [], "subclass": null}, {"dtype": "float32", "grad": "none", "layout": "contiguous", "shape": [1, 3], "subclass": null}, {"dtype": "float64", "grad": "none", "layout": "contiguous", "shape": [], "subclass": null}], "version": 1}'
+SPEC = '{"body": [{"args": ["a0"], "ctx": null, "op": "effect_op", "outs": []}, {"args": ["a0"], "ctx": null, "op": "neg", "outs": ["v0"]}], "family": "effects", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "v0", "value": 0}], "plan": {"backend": null, "backward": true, "calls": 1, "config": ["bundled_cache"], "dynamic": true, "frontend": "dynamo", "grad_fn_hooks": false, "mode": null, "saved_tensor_hooks": false, "second_backward": null, "sequence": [], "tangents": "randn", "through": null, "variant": null}, "roots": [{"dtype": "float32", "grad": "leaf", "layout": "contiguous", "shape": [], "subclass": null}, {"dtype": "float32", "grad": "none", "layout": "contiguous", "shape": [1, 3], "subclass": null}, {"dtype": "float64", "grad": "none", "layout": "contiguous", "shape": [], "subclass": null}], "version": 1}'
 
 
 if __name__ == "__main__":
