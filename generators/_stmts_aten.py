@@ -83,8 +83,19 @@ def _fits(r: Recipe, v: Val, cls: str, grad_on: bool) -> bool:
 
 def _candidates(cls: str, v: Val, grad_on: bool) -> list[tuple[VocabOp, Recipe]]:
     return [
-        (op, r) for op in by_class().get(cls, ()) for r in op.recipes if _fits(r, v, cls, grad_on)
+        (op, r)
+        for op in by_class().get(cls, ())
+        if not (_absolute(op) and (v.geom is None or v.geom.offset != 0))
+        for r in op.recipes
+        if _fits(r, v, cls, grad_on)
     ]
+
+
+def _absolute(op: VocabOp) -> bool:
+    """A view whose storage offset is absolute in self's storage (as_strided, as_strided_):
+    the recipes ran on selves at offset 0, where relative and absolute agree, so such an op
+    acts only on a self at offset 0 (a self at offset 3 got eager's offset 0, the model's 3)."""
+    return op.cls in ("view", "inplace_view") and op.name.split(".")[1].startswith("as_strided")
 
 
 def _operand(b: Builder, v: Val, cls: str) -> Any:

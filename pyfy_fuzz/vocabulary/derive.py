@@ -231,11 +231,15 @@ def _recipe(probe: _Probe, dtype: torch.dtype) -> Recipe | None:
     if not outs:
         return None
     first = next(s for s in SHAPES if shape_key(s) in outs)
+    last = next(s for s in reversed(SHAPES) if shape_key(s) in outs)
     dtypes = {}
     for name, dt in _DT.items():
-        got = probe.result(_self(first, dt))
-        if got is not None:
-            dtypes[name] = _NAME[got[0].dtype]
+        # on the first shape and the last: a 0-d self may never reach the kernel (cumprod_ of
+        # a bool scalar runs, of a bool vector "not implemented for 'Bool'")
+        runs = [probe.result(_self(s, dt)) for s in dict.fromkeys((first, last))]
+        kinds = {r[0].dtype for r in runs if r is not None}
+        if all(r is not None for r in runs) and len(kinds) == 1:
+            dtypes[name] = _NAME[kinds.pop()]
     return Recipe(
         args=probe.args,
         kwargs=probe.kwargs,

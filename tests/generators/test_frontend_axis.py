@@ -69,7 +69,7 @@ def test_both_checkpoints_are_drawn_only_with_a_backward_through_dynamo() -> Non
     specs = draw(programs(), 600, seed=0)
     seen = Counter(s.plan.through for s in specs)
     for through in THROUGH:
-        assert seen[through] >= 10, seen
+        assert seen[through] >= 5, seen
     for s in specs:
         if s.plan.through is not None:
             assert s.plan.backward and s.plan.frontend == "dynamo", s.plan
