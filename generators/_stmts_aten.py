@@ -32,7 +32,7 @@ from pyfy_fuzz.schema.spec import DTYPES
 from pyfy_fuzz.schema.vocabulary import Recipe, VocabOp, shape_key
 
 from ._build import Builder
-from ._model import FLOATS, Geometry, Val, overlap, same_elements
+from ._model import FLOATS, Geometry, Val, overlap
 from ._spec import ProgramSpec, Stmt
 from ._stmts import bind, fresh, mutable, tensors
 from ._vocabulary import by_class, by_name
@@ -106,7 +106,9 @@ def _operand(b: Builder, v: Val, cls: str) -> Any:
             w.shape == v.shape
             and w.dtype == v.dtype
             and w.subclass is None
-            and (cls != "inplace" or not overlap(w, v) or same_elements(w, v))
+            # not self's memory, for an in-place op: index_add_ and its kin refuse self as
+            # their source ("refer to a single memory location"), add_ would take it
+            and (cls != "inplace" or not overlap(w, v))
         ),
     )
     if others and b.chance(2):
