@@ -444,11 +444,17 @@ def stmt_metadata(b: Builder, target: Val | None = None, breaks: bool = False) -
     return True
 
 
+def takes_grad(body: list[Stmt]) -> bool:
+    """Whether a body takes a gradient (Note [torch.autograd.grad inside the function] in
+    _stmts_extra.py)."""
+    return any(s.op == "autograd_grad" for s in body)
+
+
 def _front_end(b: Builder, op: str, breaks: bool) -> None:
     """Dynamo breaks the graph at an input's metadata mutation; AOT traces it
     (stmt_metadata). A body that takes a gradient stays on Dynamo (Note [torch.autograd.grad
     inside the function] in _stmts_extra.py)."""
-    if breaks or any(s.op == "autograd_grad" for s in b.body):
+    if breaks or takes_grad(b.body):
         event(f"graph break: {op} of an input")
         return
     b.profile = replace(b.profile, frontend="aot")

@@ -34,6 +34,7 @@ from ._stmts import (
     stmt_reduce,
     stmt_unary,
     stmt_view,
+    takes_grad,
 )
 from ._stmts_aten import stmt_aten
 from ._stmts_extra import (
@@ -215,12 +216,6 @@ def _writing_function(b: Builder, k: object) -> bool:
     return isinstance(k, int) and b.functions[k].body in ("dirty", "bw_mutate")
 
 
-def _grads_inside(b: Builder) -> bool:
-    """Whether the body takes a gradient (Note [torch.autograd.grad inside the function]):
-    eager refuses it in a call made under no_grad or inference_mode."""
-    return any(s.op == "autograd_grad" for s in b.body)
-
-
 def _config(b: Builder) -> tuple[str, ...]:
     """A configuration from the catalogue (Note [Drawn configurations] in
     pyfy_fuzz/schema/config.py): torch's defaults for three programs in four, else one knob,
@@ -315,7 +310,7 @@ def _plan(b: Builder, variant: str | None, config: tuple[str, ...] = ()) -> Call
     if through is not None and _writes_an_argument(b):
         through = None  # Note [The front-end axis]: a checkpoint's arguments stay unwritten
     if through == "checkpoint_reentrant" and (
-        not any(_requires_grad(b, o) for o in b.outputs) or _grads_inside(b)
+        not any(_requires_grad(b, o) for o in b.outputs) or takes_grad(b.body)
     ):  # its backward refuses a recompute with nothing to differentiate, and its forward
         through = None  # runs under no_grad, where a grad inside the function is refused
     if through is not None:
@@ -366,7 +361,7 @@ def build(draw: Callable[..., object], family: str, max_ops: int, max_inputs: in
     # A statement may have moved the program to the AOT front-end after the knobs were drawn
     # (stmt_metadata): a knob that front-end does not take goes (ddp_fakify needs Dynamo).
     config = tuple(n for n in config if b.profile.frontend in CATALOGUE[n].frontends)
-    if _grads_inside(b):  # a call site without grad would make every call refuse it
+    if takes_grad(b.body):  # a call site without grad would make every call refuse it
         config = tuple(n for n in config if n not in ("no_grad", "inference_mode"))
         traced = "trace_autograd_ops"  # half of them with Dynamo tracing the grad
         if b.profile.frontend == "dynamo" and traced not in config and b.chance(2):

@@ -301,8 +301,9 @@ def _traceable(probe: _Probe, shape: tuple[int, ...], dtype: Any) -> bool:
         FakeTensorMode,
     )
 
-    args = [_decode(a, _self(shape, dtype)) for a in probe.args]
-    kwargs = {k: _decode(v, _self(shape, dtype)) for k, v in probe.kwargs}
+    self_ = _self(shape, dtype)
+    args = [_decode(a, self_) for a in probe.args]
+    kwargs = {k: _decode(v, self_) for k, v in probe.kwargs}
     mode = FakeTensorMode()
     fake = lambda x: mode.from_tensor(x) if isinstance(x, torch.Tensor) else x  # noqa: E731
     args = [[fake(x) for x in a] if isinstance(a, list) else fake(a) for a in args]
