@@ -299,3 +299,35 @@ def test_an_output_view_of_a_multi_output_view_is_replayed_not_as_strided(tmp_pa
     expected = result.compiled(torch.randn(4, 4, 1, requires_grad=True))
     got = mod.call(torch.randn(4, 4, 1, requires_grad=True))
     assert type(got.grad_fn).__name__ == type(expected.grad_fn).__name__ == "UnfoldBackward0"
+
+
+def test_a_compile_dynamo_restarts_is_recorded_once(tmp_path, monkeypatch):
+    """Note [A compile Dynamo restarts]: a backend pass that raises RestartAnalysis (torch's
+    tensorify pass does) makes Dynamo trace again and call the backend a second time for the
+    same one graph. The first, abandoned compile must leave nothing in the recording: before
+    the fix, the retry was refused as "more than one compiled graph"."""
+    import torch._dynamo.exc
+
+    from pyfy_fuzz.pythonify.capture import dynamo
+
+    real = dynamo._compile_graph
+    calls: list[int] = []
+
+    def restarts_once(gm, example_inputs, rec, backend):
+        calls.append(len(rec.gms))
+        if len(calls) == 1:
+            real(gm, example_inputs, rec, backend)  # records wrappers and graphs, then ...
+            raise torch._dynamo.exc.TensorifyScalarRestartAnalysis
+        return real(gm, example_inputs, rec, backend)
+
+    monkeypatch.setattr(dynamo, "_compile_graph", restarts_once)
+
+    def f(x):
+        return (x * 2).sin()
+
+    x = torch.randn(3, requires_grad=True)
+    r = pythonify(f, (x,), tmp_path / "f.py", backend="aot_eager")
+    assert calls == [0, 0]  # the retry starts from an empty recording
+    assert set(r.ir.graphs) == {"forward", "backward"}
+    out = r.compiled(x)
+    assert torch.allclose(out, f(x))

@@ -134,6 +134,18 @@ class _Seen:
     outputs: list[Any] = field(default_factory=list)  # the graph's outputs at the latest call
 
 
+# Note [A compile Dynamo restarts]
+# ---------------------------------
+# A pass inside the backend can ask Dynamo to trace the frame again: AOTAutograd's
+# `tensorify_python_scalars` raises TensorifyScalarRestartAnalysis when a float it traced as a
+# symbol was specialized, and Dynamo then re-traces with that float a constant and calls the
+# backend once more, for the same one graph. The restarted compile built nothing torch runs,
+# so the recorder forgets it (its wrappers, graphs, inputs) and the retry is the first graph
+# again; counting it as a second would refuse a function torch compiles to one graph. Found
+# on a graph-break region (`v0 = a0 * 2` after the whole function's compile had marked a float
+# for specialization in torch's global TensorifyState).
+
+
 def _recording_backend(rec: Recorder, backend: str, seen: _Seen) -> Callable[..., Any]:
     """The backend `capture_dynamo` compiles with: records the first graph's inputs into
     `seen`, compiles it through the recorder's compilers and wraps it to keep its outputs."""
@@ -146,11 +158,19 @@ def _recording_backend(rec: Recorder, backend: str, seen: _Seen) -> Callable[...
         rec.calls += 1
         if rec.calls > 1:
             raise PythonifyUnsupported("more than one compiled graph (recompile or graph break)")
+        before = rec.snapshot()
         records, placeholder_fakes = _graph_inputs(gm)
         seen.inputs.extend(records)
         seen.fakes.extend(placeholder_fakes)
         ctx = _fakify(True) if rec.fakify_first_call else None
-        inner = _compile_graph(gm, example_inputs, rec, backend)
+        try:
+            inner = _compile_graph(gm, example_inputs, rec, backend)
+        except torch._dynamo.exc.RestartAnalysis:
+            # Note [A compile Dynamo restarts]: this graph was never compiled.
+            rec.restore(before)
+            rec.calls -= 1
+            del seen.inputs[:], seen.fakes[:]
+            raise
         if ctx is not None:  # Note [The fakified first call]
             rec.fake_first_outputs = _fake_first_call(ctx, inner, example_inputs)
 

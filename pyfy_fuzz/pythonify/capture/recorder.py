@@ -58,6 +58,16 @@ class Recorder:
         # roles Inductor compiled to no code (Note [Inductor graphs without ops]).
         self.fx_from_inductor: set[str] = set()
 
+    # -- a compile Dynamo restarts --------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """The recorder's state, with every container copied: what `restore` puts back when
+        Dynamo restarts the compile it was recording (Note [A compile Dynamo restarts] in
+        dynamo.py)."""
+        return {k: _copied(v) for k, v in vars(self).items()}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
     # -- graphs --------------------------------------------------------------------------
     def fx_compiler(self, role: str) -> Callable[..., Any]:
         from torch._dynamo.backends.debugging import boxed_nop
@@ -234,3 +244,12 @@ def render_graphs(rec: Recorder) -> dict[str, CompiledGraph]:
     if training and "backward" not in out:
         raise PythonifyUnsupported("a training graph whose backward did not compile at capture")
     return out
+
+
+def _copied(value: Any) -> Any:
+    """`value` with its own containers: a snapshot must not see what a later compile adds."""
+    if isinstance(value, dict | list | set):
+        return type(value)(value)
+    if isinstance(value, RenderContext):
+        return RenderContext(dict(value.constants))
+    return value
