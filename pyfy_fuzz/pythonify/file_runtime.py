@@ -41,6 +41,7 @@ _SHARED_STORAGE: list[list[int]] = []
 _ALIAS_LAYOUT: list[list[tuple[int, bool, int]]] = []
 _SIZE_SYMBOLS: dict[str, list[tuple[int, int | None]]] = {}
 _SYMBOL_RANGES: dict[str, tuple[int, int | None]] = {}
+_SCALAR_GUARDS: list[tuple[str, type, str, Any]] = []
 
 
 # --------------------------------------------------------------------------- runtime (emitted)
@@ -201,6 +202,38 @@ def _check_autograd_state(flat):
             )
 
 
+def _check_scalars(readers):
+    """The Python scalars Dynamo guarded, each read by its reader: the exact type; under
+    CONSTANT_MATCH / EQUALS_MATCH the value, NaN equal to NaN; under NOT_NAN a float that is
+    not NaN (Note [Scalar arguments])."""
+    for (src, typ, guard, value), read in zip(_SCALAR_GUARDS, readers, strict=True):
+        try:
+            v = read()
+        except (KeyError, AttributeError, IndexError, TypeError) as exc:
+            raise PythonifyGuardError(f"{src}: cannot read it ({exc!r})") from exc
+        if type(v) is not typ:
+            raise PythonifyGuardError(
+                f"{src}: expected {typ.__name__} ({guard}), got {type(v).__name__}"
+            )
+        if guard == "NOT_NAN":
+            if v == v:
+                continue
+            raise PythonifyGuardError(f"{src}: expected a float that is not NaN ({guard})")
+        if guard == "TYPE_MATCH" or v == value or (typ is float and v != v and value != value):
+            continue
+        raise PythonifyGuardError(f"{src}: expected {value!r} ({guard}), got {v!r}")
+
+
+def _as_tensor_fullprec(v):
+    """A Python scalar Dynamo passes to the graph as a tensor, made as its bytecode makes it
+    (torch._as_tensor_fullprec): full precision, on the CPU (Note [Scalar arguments])."""
+    if type(v) is float:
+        return torch.as_tensor(v, dtype=torch.float64, device="cpu")
+    if type(v) is int:
+        return torch.as_tensor(v, dtype=torch.int64, device="cpu")
+    return torch.as_tensor(v)
+
+
 def _check_guards(flat):
     """Raise PythonifyGuardError, naming the input, where `flat` breaks a compile assumption."""
     _check_autograd_state(flat)
@@ -346,6 +379,8 @@ RUNTIME = (
     "_over_globals",
     "_storage_keys",
     "_check_autograd_state",
+    "_check_scalars",
+    "_as_tensor_fullprec",
     "_check_guards",
     "_check_tensors",
     "_check_rest",

@@ -10,7 +10,7 @@ header, the runtime helpers, the compiled graphs, the guards and the entry point
 from __future__ import annotations
 
 from . import file_runtime, wrappers
-from .ir import CompiledGraph, GuardNode, PythonifyIR, TensorGuard
+from .ir import CompiledGraph, GuardNode, PythonifyIR, ScalarGuard, TensorGuard
 from .meta import EmitContext, HookReplay
 from .sourcepin import pin
 from .wrappers import cudagraph
@@ -122,6 +122,35 @@ def _tensor_guard_lines(guards: list[TensorGuard]) -> str:
     )
 
 
+def _scalar_literal(v: object) -> str:
+    """A guarded scalar as the file writes it (repr, but a float that is not finite)."""
+    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+        return f"float({str(v)!r})"
+    return repr(v)
+
+
+def _scalar_section(guards: list[ScalarGuard]) -> str:
+    """The table of Dynamo's guards on the arguments' Python scalars and, in its order, one
+    reader per entry (Note [Scalar arguments] in capture/scalars.py)."""
+    rows = "".join(
+        f"    ({g.source!r}, {'type(None)' if g.type_name == 'NoneType' else g.type_name}, "
+        f"{g.guard_type!r}, {_scalar_literal(g.value)}),\n"
+        for g in guards
+    )
+    readers = "".join(f"        lambda: {g.source},\n" for g in guards)
+    return f"""# Python scalars the arguments hold, guarded as Dynamo guards them (Note [Scalar
+# arguments] in capture/scalars.py): (source, exact type, Dynamo's guard, value compiled for).
+# CONSTANT_MATCH and EQUALS_MATCH hold the type and the value, TYPE_MATCH the type alone,
+# NOT_NAN (the ShapeEnv's, on an unspecialized float) a float that is not NaN.
+_SCALAR_GUARDS = [
+{rows}]
+
+
+def _scalar_readers(L):
+    return [
+{readers}    ]"""
+
+
 def _guard_section(g: GuardNode) -> str:
     tens_lines = _tensor_guard_lines(g.tensors)
     leaves = [(t.index, t.source, t.is_leaf) for t in g.tensors if t.requires_grad]
@@ -163,7 +192,10 @@ _ARG_TENSOR_GUARDS = [
 
 def _gather_arg_leaves(L):
     return [
-{"".join(f"        {s},{chr(10)}" for s in g.arg_sources)}    ]"""
+{"".join(f"        {s},{chr(10)}" for s in g.arg_sources)}    ]
+
+
+{_scalar_section(g.scalars)}"""
 
 
 def _hook_lines(hooks: list[HookReplay]) -> str:
@@ -201,7 +233,11 @@ def _module_entry(module_call: bool) -> str:
 
 def _entry_section(ir: PythonifyIR, outer: str) -> str:
     e = ir.entry
-    srcs = "\n".join(f"            {s}," for s in e.input_sources)
+    # a float Dynamo passes as a tensor: converted as its bytecode does (Note [Scalar arguments])
+    srcs = "\n".join(
+        f"            _as_tensor_fullprec({s})," if i in e.as_tensor else f"            {s},"
+        for i, s in enumerate(e.input_sources)
+    )
     return f'''ARG_NAMES = {e.arg_names!r}
 IS_MODULE = {e.is_module!r}
 INPUT_SOURCES = {e.input_sources!r}
@@ -223,6 +259,7 @@ def _gather_inputs(L, G):
     """Run the compiled program: same outputs, input mutations, aliasing and autograd as
     torch.compile(fn)(*args) at capture time."""
     L, G = _bind_locals(args)
+    _check_scalars(_scalar_readers(L))
     flat = _gather_inputs(L, G)
     _check_guards(flat)
     leaves = _gather_arg_leaves(L)

@@ -38,6 +38,7 @@ from .meta import (
     OpaqueLeaf,
     OutputInfo,
     PlainMeta,
+    ScalarGuard,
     SubclassMeta,
     TensorMetaRecord,
     ViewOp,
@@ -76,6 +77,7 @@ __all__ = [
     "PlainMeta",
     "PythonifyIR",
     "RuntimeWrapperNode",
+    "ScalarGuard",
     "SubclassMeta",
     "TensorGuard",
     "TensorMetaRecord",
@@ -151,6 +153,9 @@ class GuardNode:
     # group's least): Note [Aliased input layout] in pipeline.py.
     alias_layout: list[list[tuple[int, bool, int]]] = field(default_factory=list)
     symbol_ranges: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+    # Dynamo's guards on the Python scalars the arguments hold, checked before anything runs
+    # (Note [Scalar arguments] in capture/scalars.py).
+    scalars: list[ScalarGuard] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         unranged = set(self.symbol_ranges) - set(self.size_symbols)
@@ -180,10 +185,19 @@ class EntryNode:
     # The module's own __call__ runs around the compiled forward (torch.compile of a user's
     # module): `call` goes through it, `_forward` is the compiled frame.
     module_call: bool = False
+    # Graph inputs Dynamo passes to the graph as tensors (`pass_arg_as_tensor`: a float traced
+    # as a SymFloat), converted at the call as its bytecode converts them (Note [Scalar
+    # arguments] in capture/scalars.py); indices into `input_sources`.
+    as_tensor: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.module_call and not self.is_module:
             raise ValueError("module_call needs is_module")
+        if any(not 0 <= i < len(self.input_sources) for i in self.as_tensor):
+            raise ValueError(
+                f"expected as_tensor indices of the {len(self.input_sources)} inputs, "
+                f"got {self.as_tensor}"
+            )
 
 
 @dataclass

@@ -36,7 +36,9 @@ __all__ = [
     "PathFacts",
     "PlainMeta",
     "Registration",
+    "SCALAR_GUARD_TYPES",
     "SEGMENTS",
+    "ScalarGuard",
     "SubclassMeta",
     "TensorMetaRecord",
     "ViewOp",
@@ -69,6 +71,46 @@ class HookReplay:
     def __post_init__(self) -> None:
         if self.method not in HOOK_METHODS.values():
             raise ValueError(f"unknown hook method {self.method!r}")
+
+
+# Dynamo's guards on a Python scalar the file models (Note [Scalar arguments] in
+# capture/scalars.py) -> whether the guard holds the value, not the type alone (or, NOT_NAN,
+# the ShapeEnv's `not math.isnan(...)` on an unspecialized float).
+SCALAR_GUARD_TYPES = {
+    "CONSTANT_MATCH": True,
+    "EQUALS_MATCH": True,
+    "TYPE_MATCH": False,
+    "NOT_NAN": False,
+}
+# The scalar types guarded, by name (the exact type: bool is not int).
+_SCALAR_TYPE_NAMES = ("int", "float", "bool", "NoneType", "str")
+
+
+@dataclass(frozen=True)
+class ScalarGuard:
+    """One of Dynamo's guards on a Python scalar an argument holds (Note [Scalar arguments] in
+    capture/scalars.py): the call must pass that exact type, and under a value guard that
+    value (NaN equal to NaN, as Dynamo's float-is-nan guard)."""
+
+    source: str  # Dynamo's source, over the arguments: "L['n']", "L['cfg']['scale']"
+    type_name: str  # the exact type guarded: "int", "float", "bool", "NoneType" or "str"
+    guard_type: str  # Dynamo's guard, a key of SCALAR_GUARD_TYPES
+    value: int | float | bool | str | None  # the value compiled for (read only by value guards)
+
+    def __post_init__(self) -> None:
+        if self.guard_type not in SCALAR_GUARD_TYPES:
+            raise ValueError(f"expected one of {list(SCALAR_GUARD_TYPES)}, got {self.guard_type!r}")
+        if self.type_name not in _SCALAR_TYPE_NAMES:
+            raise ValueError(f"expected a type of {_SCALAR_TYPE_NAMES}, got {self.type_name!r}")
+        if type(self.value).__name__ != self.type_name:
+            raise ValueError(
+                f"expected a value of type {self.type_name}, got {type(self.value).__name__}"
+            )
+
+    @property
+    def holds_value(self) -> bool:
+        """The guard holds the value, not only the type."""
+        return SCALAR_GUARD_TYPES[self.guard_type]
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,7 @@ def build_ir(cap: Capture) -> PythonifyIR:
             output_expr=cap.output_expr,
             hooks=list(cap.hooks),
             module_call=cap.module_call,
+            as_tensor=[i for i, r in enumerate(cap.inputs) if r.pass_arg_as_tensor],
         ),
         training=training,
         backend=cap.backend,
@@ -89,7 +90,11 @@ def _subclass_types(ir: PythonifyIR) -> set[str]:
 
 
 def _guards(cap: Capture) -> GuardNode:
-    node = GuardNode(grad_enabled=cap.grad_enabled, inference_mode=cap.inference_mode)
+    node = GuardNode(
+        grad_enabled=cap.grad_enabled,
+        inference_mode=cap.inference_mode,
+        scalars=list(cap.scalar_guards),
+    )
     by_obj: dict[int, list[int]] = {}
     by_storage: dict[tuple[int, str], list[int]] = {}
     for i, r in enumerate(cap.inputs):

@@ -13,6 +13,7 @@ pyfy_fuzz/case/subjects/stock.py), and a corpus entry records these settings.
     aot.py        the AOT front-end (aot_function / compile_fx)
     hooks.py      hooks outside the graph: replayed after it (Note [Hooks on inputs]) or refused
     exprs.py      source expressions for argument paths and return structures
+    scalars.py    Dynamo's guards on Python scalar arguments (Note [Scalar arguments])
 """
 
 from __future__ import annotations
@@ -119,6 +120,7 @@ def capture(
         arg_leaves=arg_leaves,
         static_input_indices=rec.static_input_indices,
         symbol_ranges=rec.symbol_ranges,
+        scalar_guards=rec.scalar_guards,
         fx_meta={(role if training else "inference"): m for role, m in rec.fx_meta.items()},
     )
 

@@ -20,10 +20,11 @@ import torch.fx
 import torch.utils._pytree as pytree
 
 from ..errors import PythonifyUnsupported
-from ..meta import FakeOutput
+from ..meta import FakeOutput, ScalarGuard
 from .exprs import structure
 from .recorder import Recorder, plain_backend
 from .result import GraphInputRecord, snapshot
+from .scalars import GuardWatch, float_guards, refuse_returned_scalar, scalar_guards
 
 __all__ = ["bind_names", "bound_locals", "break_frames", "capture_dynamo"]
 
@@ -58,11 +59,18 @@ def _graph_inputs(gm: torch.fx.GraphModule) -> tuple[list[GraphInputRecord], lis
         if ga is None or ga.source is None:
             raise PythonifyUnsupported("a graph input without a source", node.name)
         name = ga.source.name
+        as_tensor = getattr(ga, "pass_arg_as_tensor", None)
+        if as_tensor is None:
+            raise PythonifyUnsupported(
+                f"torch {torch.__version__}", "GraphArg has no field 'pass_arg_as_tensor'"
+            )
         out.append(
             GraphInputRecord(
                 source=name() if callable(name) else name,
                 example=ga.example,
                 snapshot=snapshot(ga.example),
+                # Note [Scalar arguments] in scalars.py: a float Dynamo passes as a tensor
+                pass_arg_as_tensor=bool(as_tensor),
             )
         )
         fakes.append(node.meta.get("example_value"))
@@ -237,12 +245,19 @@ def capture_dynamo(
     import torch._dynamo
 
     backend_fn = _recording_backend(rec, backend, seen)
-    compiled = torch.compile(fn, backend=backend_fn, dynamic=dynamic, fullgraph=True)
+    watch = GuardWatch()  # Note [Scalar arguments] in scalars.py
+    compiled = torch.compile(
+        fn,
+        backend=backend_fn,
+        dynamic=dynamic,
+        fullgraph=True,
+        options={"guard_filter_fn": watch},
+    )
     frame: list[tuple[Any, Any]] = []
     rec.module_call = is_module and _call_runs_outside(compiled, fn)
-    watch = _watch_forward(fn, frame) if rec.module_call else contextlib.nullcontext()
+    forward = _watch_forward(fn, frame) if rec.module_call else contextlib.nullcontext()
     try:
-        with watch:
+        with forward:
             ret = compiled(*copies)
         if frame:  # Note [The forward frame of a module]
             rec.frame_args, ret = frame[0]
@@ -265,9 +280,12 @@ def capture_dynamo(
     rec.done = True
     if rec.calls == 0:
         raise PythonifyUnsupported("a program without a compiled graph", "Dynamo traced no ops")
+    names = bind_names(fn, is_module)  # Note [Scalar arguments] in scalars.py
+    rec.scalar_guards = scalar_guards(watch.recorded(), names)
+    rec.scalar_guards += float_guards(_shape_env(seen.fakes), names)
     seen.inputs[:], rec.symbol_ranges = _resolve_sizes(seen.inputs, seen.fakes)
     bound = bound_locals(fn, copies, is_module)
-    out_expr = _output_expr(ret, seen.outputs, seen.inputs, bound)
+    out_expr = _output_expr(ret, seen.outputs, seen.inputs, bound, rec.scalar_guards)
     # The reference callable must not close over our recording state.
     return compiled, seen.inputs, out_expr
 
@@ -362,14 +380,19 @@ def bound_locals(fn: Any, args: tuple[Any, ...], is_module: bool) -> dict[str, A
 
 
 def _output_expr(
-    ret: Any, graph_outputs: list[Any], inputs: list[GraphInputRecord], L: dict[str, Any]
+    ret: Any,
+    graph_outputs: list[Any],
+    inputs: list[GraphInputRecord],
+    L: dict[str, Any],
+    scalars: list[ScalarGuard],
 ) -> str:
     """Express Dynamo's return value in terms of `outs[i]`, L and G, by object identity.
 
     An int can be a constant (Dynamo returns it with LOAD_CONST) or a symbolic size, which
     the graph returns as an output (dynamic shapes): ints are matched to the graph's int
     outputs by value (`_int_outputs`), so the file returns the size the call computes, not
-    the capture's value."""
+    the capture's value. An unspecialized scalar argument returned as it is is refused
+    (`refuse_returned_scalar`)."""
     by_value = _int_outputs(ret, graph_outputs)
 
     def leaf(x: Any) -> str:
@@ -390,6 +413,7 @@ def _output_expr(
                 "Dynamo built it outside the graph",
             )
         if x is None or isinstance(x, bool | int | float | str):
+            refuse_returned_scalar(x, scalars)  # Note [Scalar arguments] in scalars.py
             if isinstance(x, float) and (x != x or x in (float("inf"), float("-inf"))):
                 return f"float({str(x)!r})"
             return repr(x)
@@ -419,6 +443,17 @@ def _int_outputs(ret: Any, graph_outputs: list[Any]) -> dict[int, int]:
             )
         out[o] = i
     return out
+
+
+def _shape_env(fakes: list[Any]) -> Any:
+    """The compile's ShapeEnv, off its fake inputs; None where it has none."""
+    for f in fakes:
+        if isinstance(f, torch.SymInt | torch.SymFloat):
+            return f.node.shape_env
+        mode = getattr(f, "fake_mode", None)
+        if mode is not None and mode.shape_env is not None:
+            return mode.shape_env
+    return None
 
 
 def _bound(b: Any) -> int | None:

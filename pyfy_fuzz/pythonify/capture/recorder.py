@@ -21,7 +21,7 @@ from .. import _compat as C
 from .. import wrappers as W
 from ..errors import PythonifyUnsupported
 from ..graph_render import FxNodeMeta, RenderContext, fx_node_meta, render_fx, seq_nr_table
-from ..meta import CompiledGraph, FakeOutput, IRNode
+from ..meta import CompiledGraph, FakeOutput, IRNode, ScalarGuard
 from ..wrappers import (
     autograd,
     synthetic_base,
@@ -57,6 +57,9 @@ class Recorder:
         self.fake_first_outputs: list[FakeOutput] = []
         # roles Inductor compiled to no code (Note [Inductor graphs without ops]).
         self.fx_from_inductor: set[str] = set()
+        # Dynamo's guards on the arguments' Python scalars (Note [Scalar arguments] in
+        # scalars.py), read once the compile is done.
+        self.scalar_guards: list[ScalarGuard] = []
 
     # -- a compile Dynamo restarts --------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from ..graph_render import FxNodeMeta, RenderContext
-from ..meta import CompiledGraph, FakeOutput, HookReplay, IRNode
+from ..meta import CompiledGraph, FakeOutput, HookReplay, IRNode, ScalarGuard
 
 __all__ = [
     "BACKENDS",
@@ -43,6 +43,10 @@ class GraphInputRecord:
     # With dynamic dims: each dim's stride where the compile saw a number (Dynamo guards it),
     # None where it is an expression of the size symbols; () when no dim is dynamic.
     static_strides: tuple[int | None, ...] = ()
+    # Dynamo passes this input to the graph as a tensor it makes at each call from a Python
+    # scalar (`GraphArg.pass_arg_as_tensor`: a float traced as a SymFloat); `source` names the
+    # scalar, `example` is the tensor (Note [Scalar arguments] in capture/scalars.py).
+    pass_arg_as_tensor: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,3 +144,6 @@ class Capture:
     fx_meta: dict[str, tuple[FxNodeMeta, ...]] = field(default_factory=dict)
     # Each size symbol's value range (lower, upper or None), Note [Size symbols].
     symbol_ranges: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+    # Dynamo's guards on the Python scalars the arguments hold (Note [Scalar arguments] in
+    # capture/scalars.py); none under frontend="aot", which has no guards.
+    scalar_guards: list[ScalarGuard] = field(default_factory=list)

@@ -201,6 +201,7 @@ _FILE_NAMES = {
     "_ALIAS_LAYOUT",
     "_SIZE_SYMBOLS",
     "_SYMBOL_RANGES",
+    "_SCALAR_GUARDS",
 }
 
 
