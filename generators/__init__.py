@@ -12,6 +12,7 @@ private modules; this module only re-exports.
 """
 
 from . import _public
+from ._determinism import pin_hypothesis_constants
 from ._families import FAMILIES, FAMILY_TARGETS, reached
 from ._inductor import INDUCTOR_REASONS, inductor_reasons
 from ._program import Program, materialize
@@ -35,6 +36,8 @@ from ._stmts import INPLACE
 from ._stmts_aten import pure_aten, rounds
 from ._vocabulary import TABLES_DIR as VOCABULARY_DIR
 from ._vocabulary import installed_release
+
+pin_hypothesis_constants()  # Note [Draws that depend on what the process imported]
 
 __all__ = [
     "FAMILIES",

@@ -81,7 +81,8 @@ class Builder:
     functions: list[FunctionSpec] = field(default_factory=list)
     module: ModuleSpec | None = None
     vals: dict[str, Val] = field(default_factory=dict)
-    ints: dict[str, int] = field(default_factory=dict)
+    # The Python number arguments, by name (Note [Scalar arguments] in _stmts_scalar.py).
+    scalars: dict[str, int | float] = field(default_factory=dict)
     root_vals: list[Val] = field(default_factory=list)
     grad_on: bool = True
     # Inside an inference_mode block the context axis drew (Note [The context axis]).
@@ -269,11 +270,20 @@ class Builder:
         spec = InputSpec("view", root=self.root_vals.index(root), views=(step,))
         return self._bind_input(spec, val)
 
-    def input_int(self) -> None:
+    def input_scalar(self, kind: str = "int") -> str:
+        """A Python number argument (Note [Scalar arguments] in _stmts_scalar.py): an int
+        0..3, or a float of a few exact binary fractions (a value's rounding is not what
+        the axis tests); its name."""
         name = f"a{len(self.inputs)}"
-        value = self.integer(0, 3)
-        self.inputs.append(InputSpec("int", value=value))
-        self.ints[name] = value
+        value: int | float
+        if kind == "float":
+            value = self.pick((1.5, 0.5, -2.25, 3.0))
+        else:
+            value = self.integer(0, 3)
+        self.inputs.append(InputSpec(kind, value=value))
+        self.scalars[name] = value
+        event(f"input: a Python {kind}")
+        return name
 
     def _strided_window(self, storage_numel: int) -> tuple[tuple[int, ...], tuple[int, ...], int]:
         """A size/stride/offset that fits in a storage of `storage_numel` elements."""

@@ -48,7 +48,7 @@ def _plain_inputs(b: Builder, lo: int = 1) -> None:
     for _ in range(b.integer(lo, b.profile.max_inputs)):
         b.input_root(b.add_root())
     if b.profile.frontend == "dynamo" and b.profile.mode is None and b.chance(8):
-        b.input_int()
+        b.input_scalar()
 
 
 def _mutable_root(

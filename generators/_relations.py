@@ -31,6 +31,7 @@ __all__ = [
     "relations_source",
     "to_leaf",
     "to_nonleaf",
+    "to_other_scalars",
     "to_overlapping",
     "to_shared",
     "to_shifted",
@@ -167,6 +168,13 @@ def to_shifted(args):  # type: ignore[no-untyped-def]
     return tuple(args)
 
 
+def to_other_scalars(args):  # type: ignore[no-untyped-def]
+    """scalars: each Python int argument one more, each float times two plus a quarter: values
+    the compile of call 0 may have specialized on, of the same type (an int stays an int, so
+    Dynamo's type guard holds and only its value guard, or its dynamic symbol, decides)."""
+    return tuple(a + 1 if type(a) is int else a * 2 + 0.25 if type(a) is float else a for a in args)
+
+
 def relate(args, variant):  # type: ignore[no-untyped-def]
     """Call 0's arguments (fresh ones of this call's seed) changed as `variant` says; an
     argument a relationship does not apply to stays as it is."""
@@ -179,6 +187,7 @@ def relate(args, variant):  # type: ignore[no-untyped-def]
         ("strided", to_strided),
         ("share", to_shared),
         ("shift", to_shifted),
+        ("scalars", to_other_scalars),
     ):
         if token in tokens:
             args = change(args)
@@ -202,6 +211,7 @@ RELATION_FUNCTIONS = (
     to_strided,
     to_shared,
     to_shifted,
+    to_other_scalars,
     relate,
     variant_context,
 )
@@ -214,6 +224,7 @@ RELATE_FUNCTIONS = {
     "strided": to_strided,
     "share": to_shared,
     "shift": to_shifted,
+    "scalars": to_other_scalars,
 }
 
 

@@ -62,7 +62,9 @@ _BINARY = {
     "and": "{0} & {1}",
     "or": "{0} | {1}",
 }
-_EXPR = {**_UNARY, **_BINARY, "autograd_grad": _GRAD}
+# stmt_scalar: a tensor and a Python number argument (Note [Scalar arguments])
+_SCALAR = {"smul": "{0} * {1}", "sadd": "{0} + {1}", "rsub": "{1} - {0}"}
+_EXPR = {**_UNARY, **_BINARY, **_SCALAR, "autograd_grad": _GRAD}
 # In-place data and metadata ops, rendered as `a0.op(*rest)`.
 _METHODS = {
     "add_",
@@ -160,7 +162,9 @@ def aten_line(stmt: Stmt) -> str:
     device = next(f"{_ref(a)}.device" for a in rest if isinstance(a, str))
     args, item, spelling = [], "", "aten"
     for a in rest:
-        if isinstance(a, (tuple, list)) and a[0] == "kw":
+        if isinstance(a, (tuple, list)) and a[0] == "kw" and a[1] == "device":
+            args.append(f"device={device}")  # the derivation's "cpu": the program's device
+        elif isinstance(a, (tuple, list)) and a[0] == "kw":
             args.append(f"{a[1]}={_aten_arg(a[2], device)}")
         elif isinstance(a, (tuple, list)) and a[0] == "item":
             item = f"[{int(a[1])}]"

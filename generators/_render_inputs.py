@@ -38,8 +38,8 @@ def _input_expr(i: int, inp: InputSpec) -> str:
         size, stride, offset = inp.views[0].args
         where = f"{ints_literal(size)}, {ints_literal(stride)}, {offset}"
         return f"a{i} = _set_shared(r{inp.root}, {where})"
-    if inp.kind == "int":
-        return f"a{i} = {inp.value}"
+    if inp.scalar:
+        return f"a{i} = {inp.value!r}"
     raise ValueError(f"unknown input kind {inp.kind!r}")
 
 
@@ -52,7 +52,7 @@ def aliasing_variant(spec: ProgramSpec) -> tuple[tuple[int, ...], tuple[int, int
     aliased = tuple(
         i for i, inp in enumerate(spec.inputs) if inp.kind in ("view", "dup", "set_shared")
     )
-    tensors = [i for i, inp in enumerate(spec.inputs) if inp.kind != "int"]
+    tensors = [i for i, inp in enumerate(spec.inputs) if not inp.scalar]
     if aliased or len(tensors) < 2:
         return aliased, None
     plain = [i for i in tensors if spec.inputs[i].kind == "root"]

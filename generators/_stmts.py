@@ -61,6 +61,24 @@ def tensors(b: Builder, pred: Callable[[Val], bool] | None = None) -> list[Val]:
     ]
 
 
+def scalar_partners(b: Builder, v: Val) -> list[str]:
+    """The Python number arguments `v` may meet keeping its dtype (Note [Scalar arguments] in
+    _stmts_scalar.py): ints with any tensor but bool, floats with floating tensors only."""
+    return [
+        name
+        for name, value in b.scalars.items()
+        if (type(value) is float and v.dtype in FLOATS)
+        or (type(value) is int and v.dtype != "bool")
+    ]
+
+
+def _operand(b: Builder, target: Val, constant: int) -> int | str:
+    """An in-place op's number operand: the constant, or half the time a number argument
+    the target may meet (Note [Scalar arguments])."""
+    names = scalar_partners(b, target)
+    return b.pick(names) if names and b.chance(2) else constant
+
+
 def bind(b: Builder, val: Val, stmt: Stmt) -> Val:
     b.body.append(stmt)
     b.vals[val.name] = val
@@ -354,13 +372,13 @@ def stmt_inplace(b: Builder, target: Val | None = None, ctx: str | None = "draw"
             other = b.pick(others)
             args = (target.name, other.name)
         elif op == "add_":
-            args = (target.name, 1)
+            args = (target.name, _operand(b, target, 1))
         else:
-            op, args = "fill_", (target.name, 2)
+            op, args = "fill_", (target.name, _operand(b, target, 2))
     elif op == "index_put_":
         args = (target.name, b.integer(0, target.shape[0] - 1))
     elif op in ("mul_", "fill_"):
-        args = (target.name, 2)
+        args = (target.name, _operand(b, target, 2))
     else:
         args = (target.name,)
     if target.requires_grad and grad_in and op == "sin_":
@@ -393,7 +411,7 @@ def stmt_metadata(b: Builder, target: Val | None = None, breaks: bool = False) -
     on Dynamo, which breaks the graph there and the file splits (Note [Regions] in
     pythonify; a module's graph break is refused).
     """
-    if b.module is not None or b.ints and not breaks:
+    if b.module is not None or b.scalars and not breaks:
         return False
     if breaks and b.profile.frontend != "dynamo":
         breaks = False

@@ -45,6 +45,7 @@ from ._stmts_extra import (
     stmt_hook,
     stmt_rng,
 )
+from ._stmts_scalar import stmt_scalar
 from ._variants import variant_changes
 from ._vocabulary import by_name
 
@@ -74,13 +75,18 @@ GROUPS = {
     "batchnorm": stmt_batchnorm,
     "autograd_grad": stmt_autograd_grad,
     "aten": stmt_aten,
+    "scalar": stmt_scalar,
 }
 
 
 def random_stmt(b: Builder) -> None:
     """One statement from the profile's weighted groups (falls back to unary, then nothing),
     under a context drawn apart from the group (Note [The context axis])."""
-    weights = [(g, w) for g, w in b.profile.weights.items() if w > 0]
+    weights = [
+        (g, w)
+        for g, w in b.profile.weights.items()
+        if w > 0 and (g != "scalar" or b.scalars)  # drawn only where it can apply
+    ]
     x = b.integer(0, sum(w for _, w in weights) - 1)
     group = weights[-1][0]
     for name, w in weights:
@@ -331,6 +337,21 @@ def _plan(b: Builder, variant: str | None, config: tuple[str, ...] = ()) -> Call
     )
 
 
+def _scalar_arguments(b: Builder, variant: str | None) -> None:
+    """Python number arguments, for any family on the Dynamo front-end (Note [Scalar
+    arguments] in _stmts_scalar.py): one program in four, and every one whose later call
+    changes them. Not under a cudagraph mode, whose trees take tensors."""
+    if b.profile.frontend != "dynamo" or b.profile.mode is not None:
+        return
+    if "scalars" in variant_tokens(variant) or b.chance(4):
+        for _ in range(b.integer(1, 2)):
+            b.input_scalar(b.pick(("int", "float")))
+
+
+def _reads_a_number(b: Builder) -> bool:
+    return any(isinstance(a, str) and a in b.scalars for s in b.body for a in s.args)
+
+
 def build(draw: Callable[..., object], family: str, max_ops: int, max_inputs: int) -> ProgramSpec:
     declared = DECLARATIONS[family]
     profile = replace(declared.profile, max_ops=max_ops, max_inputs=max_inputs)
@@ -350,11 +371,14 @@ def build(draw: Callable[..., object], family: str, max_ops: int, max_inputs: in
         variant = b.later
     if not b.inputs:
         b.input_root(b.add_root())
+    _scalar_arguments(b, variant)
     plain = [i.root for i in b.inputs if i.kind == "root" and not b.roots[i.root].subclass]
     if twin and plain:
         b.input_root(b.add_twin(plain[0]))
     for _ in range(b.integer(0, b.profile.max_ops)):
         random_stmt(b)
+    if b.scalars and not _reads_a_number(b):
+        stmt_scalar(b)  # a number argument nothing reads tests nothing (no guard, no input)
     if not b.outputs or b.chance(3):
         b.outputs += [_draw_out(b) for _ in range(b.integer(1, 2))]
     event(f"family: {family}")

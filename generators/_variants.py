@@ -46,7 +46,7 @@ def _builds(spec: ProgramSpec, tokens: tuple[str, ...]) -> bool:
     transposes, but a reshape or expand to call 0's sizes no longer fits it, nor a
     view(dtype) a root of another dtype (a plan whose later call cannot be built is drawn
     without that call, never run to fail)."""
-    grown = {i.root for i in spec.inputs if i.kind != "int" and "shape" in tokens}
+    grown = {i.root for i in spec.inputs if not i.scalar and "shape" in tokens}
     if "relation" in tokens:
         grown.add(0)
     steps = [(i.root, s.op) for i in spec.inputs if i.kind == "view" for s in i.views]
@@ -59,7 +59,7 @@ def _token_changes(spec: ProgramSpec, token: str) -> bool:
     """Long: one short rule per relationship token, each mirroring what `_root`, make_inputs'
     aliasing branch or `relate` does with the program's arguments; split, each rule would sit
     apart from the others it must stay consistent with."""
-    tensors = [i for i in spec.inputs if i.kind != "int"]
+    tensors = [i for i in spec.inputs if not i.scalar]
     owned = [i for i in tensors if i.kind != "dup"]
     plain = [  # arguments `relate` changes: plain tensors (no subclass)
         i for i in owned if i.kind in ("root", "view") and spec.roots[i.root].subclass is None
@@ -78,7 +78,7 @@ def _token_changes(spec: ProgramSpec, token: str) -> bool:
     def alone(i: InputSpec) -> bool:  # a root passed itself, sharing memory with no other
         return (
             i.kind == "root"
-            and sum(j.kind != "int" and j.root == i.root for j in owned) == 1
+            and sum(not j.scalar and j.root == i.root for j in owned) == 1
             and not any(j.kind == "dup" and spec.inputs[j.of] is i for j in spec.inputs)
         )
 
@@ -126,6 +126,8 @@ def _token_changes(spec: ProgramSpec, token: str) -> bool:
             and spec.roots[i.root].grad != "nonleaf"
             for i in plain
         )
+    if token == "scalars":  # to_other_scalars: every Python number argument changes
+        return any(i.scalar for i in spec.inputs)
     if token in ("no_grad", "inference_mode"):
         return call_context(spec.plan.config) != token
     if token == "again":  # accumulated gradients show only where a backward reaches a leaf

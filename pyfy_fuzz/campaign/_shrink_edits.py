@@ -18,6 +18,7 @@ from pyfy_fuzz.schema.spec import FunctionSpec, ModuleSpec, OutSpec, ProgramSpec
 
 __all__ = [
     "SIMPLE_FUNCTION",
+    "inline_number",
     "is_ref",
     "out_refs",
     "param_names",
@@ -102,6 +103,17 @@ def remove(
     if not outputs:
         return None
     return replace(spec, body=tuple(body), outputs=outputs)
+
+
+def inline_number(spec: ProgramSpec, i: int) -> ProgramSpec:
+    """Every read of number argument i takes its value instead (`x * a2` -> `x * 2`): what is
+    left of the argument then reads nothing, and `without_input` drops it alone."""
+    name, value = f"a{i}", spec.inputs[i].value
+    body = tuple(
+        replace(s, args=tuple(value if is_ref(x) and x == name else x for x in s.args))
+        for s in spec.body
+    )
+    return replace(spec, body=body)
 
 
 def without_input(spec: ProgramSpec, i: int) -> ProgramSpec | None:

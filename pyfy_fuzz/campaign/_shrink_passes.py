@@ -15,6 +15,7 @@ from typing import Any
 
 from pyfy_fuzz.campaign._shrink_edits import (
     SIMPLE_FUNCTION,
+    inline_number,
     is_ref,
     param_names,
     remove,
@@ -49,8 +50,11 @@ def _drop_inputs(spec: ProgramSpec) -> Iterator[ProgramSpec | None]:
     n = len(spec.inputs)
     for i in reversed(range(n)):
         yield without_input(spec, i)
+    for i in reversed(range(n)):
+        if spec.inputs[i].scalar:  # a number argument whose reads take its value instead
+            yield without_input(inline_number(spec, i), i)
     dup_of = {inp.of for inp in spec.inputs if inp.kind == "dup"}
-    tensors = [i for i, inp in enumerate(spec.inputs) if inp.kind != "int"]
+    tensors = [i for i, inp in enumerate(spec.inputs) if not inp.scalar]
     for j in reversed(tensors):
         if j in dup_of:
             continue
@@ -324,6 +328,8 @@ def _simplify_inputs(spec: ProgramSpec) -> Iterator[ProgramSpec]:
                 yield _with_input(spec, i, replace(inp, views=views))
         if inp.kind == "int" and inp.value != 0:
             yield _with_input(spec, i, replace(inp, value=0))
+        if inp.kind == "float" and inp.value != 1.0:
+            yield _with_input(spec, i, replace(inp, value=1.0))
 
 
 def _with_input(spec: ProgramSpec, i: int, inp: InputSpec) -> ProgramSpec:

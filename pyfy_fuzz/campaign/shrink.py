@@ -39,7 +39,7 @@ from pyfy_fuzz.schema.spec import OutSpec, ProgramSpec, SpecError, validate, var
 __all__ = ["ShrinkResult", "candidates", "complexity", "reduce", "shrink_key"]
 
 _GRAD_COST = {"none": 0, "leaf": 1, "nonleaf": 2}
-_INPUT_COST = {"root": 0, "int": 1, "dup": 1, "view": 1, "set_shared": 2}
+_INPUT_COST = {"root": 0, "int": 1, "float": 1, "dup": 1, "view": 1, "set_shared": 2}
 # What render or validate raise for a spec they cannot handle.
 _RENDER_ERRORS = (SpecError, ValueError, KeyError, IndexError, TypeError, AssertionError)
 
@@ -71,7 +71,8 @@ def complexity(spec: ProgramSpec) -> int:
         n += (r.dtype != "float32") + (r.layout != "contiguous") + (r.subclass is not None)
         n += _GRAD_COST.get(r.grad, 2)
     for inp in spec.inputs:
-        n += _INPUT_COST.get(inp.kind, 2) + len(inp.views) + abs(inp.value)
+        n += _INPUT_COST.get(inp.kind, 2) + len(inp.views)
+        n += int(inp.value != 1.0) if inp.kind == "float" else int(abs(inp.value))  # 1.0, 0
     for s in spec.body:
         n += (s.ctx is not None) + len(stmt_refs(s))
     n += sum(_out_nodes(o) for o in spec.outputs)

@@ -383,8 +383,8 @@ def _tensor(spec: ProgramSpec, k: int) -> str:
 
 
 def _is_tensor(spec: ProgramSpec, o: OutSpec) -> bool:
-    """Statically: refs name tensors, except an argument of kind int."""
+    """Statically: refs name tensors, except a scalar argument (int, float)."""
     if o.kind != "ref":
         return False
     m = re.fullmatch(r"a(\d+)", o.ref)
-    return not (m and int(m[1]) < len(spec.inputs) and spec.inputs[int(m[1])].kind == "int")
+    return not (m and int(m[1]) < len(spec.inputs) and spec.inputs[int(m[1])].scalar)

@@ -54,8 +54,8 @@ def inputs_source(spec: ProgramSpec, device: str, name: str, variant: str | None
             lines.append(f"a{i} = a{inp.of}  # the same tensor again")
         elif inp.kind == "set_shared":
             lines.append(f"a{i} = {_set_shared(names[inp.root], inp.views[0].args, device)}")
-        elif inp.kind == "int":
-            lines.append(f"a{i} = {inp.value}")
+        elif inp.scalar:
+            lines.append(f"a{i} = {inp.value!r}")
     tokens = variant_tokens(variant)
     if "aliasing" in tokens:
         lines += _unaliased(spec)

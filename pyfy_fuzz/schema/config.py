@@ -135,6 +135,43 @@ _KNOBS = (
         "random ops among them (pytorch#190758); it partitions Inductor's and the AOT "
         "front-end's joint graphs",
     ),
+    # The min-cut partitioner's other settings (it partitions Inductor's and the AOT
+    # front-end's joint graphs; issue 36: partitioners.py had 457 of 786 branches unreached).
+    ConfigKnob(
+        "memory_budget_greedy",
+        "compile",
+        (
+            (_F + "activation_memory_budget", 0.5),
+            (_F + "activation_memory_budget_solver", "greedy"),
+        ),
+        "partitioner: the memory budget met by the greedy knapsack instead of dynamic "
+        "programming (another choice of what to recompute)",
+    ),
+    ConfigKnob(
+        "aggressive_recompute",
+        "compile",
+        (
+            (_F + "aggressive_recomputation", True),
+            (_F + "ban_recompute_not_in_allowlist", False),
+            (_F + "ban_recompute_reductions", False),
+        ),
+        "partitioner: the min-cut may recompute any op, reductions and ops off its allowlist "
+        "included, instead of saving it",
+    ),
+    ConfigKnob(
+        "recompute_views",
+        "compile",
+        ((_F + "recompute_views", True),),
+        "partitioner: views of saved tensors are recomputed in the backward from their base, "
+        "not saved",
+    ),
+    ConfigKnob(
+        "no_cse",
+        "compile",
+        ((_F + "cse", False),),
+        "graph_compile: the joint graph is partitioned without common-subexpression "
+        "elimination (duplicate nodes reach the partitioner and the saved set)",
+    ),
     ConfigKnob(
         "fallback_random",
         "compile",

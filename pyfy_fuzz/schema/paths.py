@@ -190,7 +190,7 @@ def _aliased_later(spec: ProgramSpec, tokens: set[str]) -> set[str]:
 
 def _mutate_read(spec: ProgramSpec) -> bool:
     """The body writes one tensor argument in place and reads another."""
-    names = {f"a{k}" for k, i in enumerate(spec.inputs) if i.kind != "int"}
+    names = {f"a{k}" for k, i in enumerate(spec.inputs) if not i.scalar}
     written = {
         str(s.args[0])
         for s in spec.body

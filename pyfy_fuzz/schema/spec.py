@@ -33,6 +33,7 @@ __all__ = [
     "FunctionSpec",
     "GRAD_KINDS",
     "INPUT_KINDS",
+    "SCALAR_INPUTS",
     "InputSpec",
     "LAYOUTS",
     "ModuleSpec",
@@ -69,7 +70,9 @@ DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "bool")
 FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
 LAYOUTS = ("contiguous", "transposed", "strided", "expanded", "offset")
 GRAD_KINDS = ("none", "leaf", "nonleaf")
-INPUT_KINDS = ("root", "view", "dup", "set_shared", "int")
+INPUT_KINDS = ("root", "view", "dup", "set_shared", "int", "float")
+# The kinds that are Python scalars, not tensors (Note [Scalar arguments] in generators).
+SCALAR_INPUTS = ("int", "float")
 PLAN_BACKENDS = ("aot_eager", "inductor")  # runner.BACKENDS, which a spec may name
 # nested_two_tensor: TwoTensor(TwoTensor(..), TwoTensor(..)), whose inner tensors are subclasses
 # themselves (AOT flattens and rebuilds it recursively: SubclassCreationMeta's attrs nest).
@@ -152,6 +155,7 @@ CALL_RELATIONS = (
     "again",
     "share",
     "shift",
+    "scalars",
 )
 # The relationships that change only which arguments share memory (Note [Call relationships]).
 ALIASING_RELATIONS = ("aliasing", "overlap", "share", "shift")
@@ -193,13 +197,18 @@ class ViewStep:
 class InputSpec:
     """One argument. kind: root (the root itself), view (views of the root), dup (argument
     `of` again, the same object), set_shared (a new tensor set_ onto the root's storage with
-    the geometry of `views`), int (a Python int `value`)."""
+    the geometry of `views`), int or float (a Python scalar `value`, of that type)."""
 
     kind: str
     root: int = 0
     views: tuple[ViewStep, ...] = ()
     of: int = 0
-    value: int = 0
+    value: int | float = 0
+
+    @property
+    def scalar(self) -> bool:
+        """A Python number, not a tensor (SCALAR_INPUTS)."""
+        return self.kind in SCALAR_INPUTS
 
 
 @dataclass(frozen=True)
@@ -394,7 +403,8 @@ def spec_from_dict(data: Any) -> ProgramSpec:
 def _inp_from(data: Any, where: str) -> InputSpec:
     inp = _build(InputSpec, data, where)
     views = tuple(_build(ViewStep, v, f"{where}.views[{k}]") for k, v in enumerate(inp.views))
-    return InputSpec(inp.kind, inp.root, views, inp.of, inp.value)
+    value = float(inp.value) if inp.kind == "float" else inp.value  # JSON writes 2.0 as 2.0
+    return InputSpec(inp.kind, inp.root, views, inp.of, value)
 
 
 def validate(spec: ProgramSpec) -> None:
@@ -423,6 +433,9 @@ def validate(spec: ProgramSpec) -> None:
             raise SpecError(f"inputs[{i}].root: {inp.root} names no root")
         if inp.kind == "dup" and not 0 <= inp.of < i:
             raise SpecError(f"inputs[{i}].of: expected an earlier input, got {inp.of}")
+        wanted = float if inp.kind == "float" else int
+        if type(inp.value) is not wanted and not (wanted is float and type(inp.value) is int):
+            raise SpecError(f"inputs[{i}].value: expected {wanted.__name__}, got {inp.value!r}")
     for k, fn in enumerate(spec.functions):
         if fn.arity not in (1, 2) or (fn.arity == 2 and fn.body not in ("scale", "sin")):
             raise SpecError(f"functions[{k}]: arity {fn.arity!r} with body {fn.body!r}")

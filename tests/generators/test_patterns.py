@@ -34,7 +34,7 @@ IDENTITY = ("dropout_eval", "to_same", "contiguous")  # ops that return their ar
 
 
 def _inputs(spec: ProgramSpec) -> set[str]:
-    return {f"a{k}" for k, i in enumerate(spec.inputs) if i.kind != "int"}
+    return {f"a{k}" for k, i in enumerate(spec.inputs) if not i.scalar}
 
 
 def _aten_class(s: Stmt) -> str | None:

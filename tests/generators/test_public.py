@@ -198,7 +198,7 @@ def _root_of(spec: ProgramSpec, i: int) -> int:
 
 
 def _aliased_inputs(spec: ProgramSpec) -> bool:
-    tensor_inputs = [i for i, inp in enumerate(spec.inputs) if inp.kind != "int"]
+    tensor_inputs = [i for i, inp in enumerate(spec.inputs) if not inp.scalar]
     return len({_root_of(spec, i) for i in tensor_inputs}) < len(tensor_inputs)
 
 

@@ -48,7 +48,7 @@ TWO = ProgramSpec(
 
 def _facts(args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
     """What a relationship may change about the arguments, per argument (shift: the storage
-    offset), plus which overlap."""
+    offset), plus which overlap, and the Python numbers (scalars)."""
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     facts: list[tuple[Any, ...]] = [
         (type(t), tuple(t.shape), t.dtype, t.stride(), t.storage_offset(), t.requires_grad)
@@ -66,7 +66,8 @@ def _facts(args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
         and a.numel()
     ]
-    return [*facts, tuple(sharing)]
+    numbers = [(type(a), a) for a in args if type(a) in (int, float)]  # scalars: their values
+    return [*facts, tuple(sharing), *numbers]
 
 
 def test_each_relationship_changes_what_it_says() -> None:
