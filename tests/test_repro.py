@@ -1095,6 +1095,36 @@ def test_a_finding_of_run_case_becomes_a_repro_that_exits_1(tmp_path: Path) -> N
     assert code == 1 and "incorrect out shape after application of ViewMeta sequence" in tail
 
 
+# A view returned by a custom Function, its base written in place, through a reentrant
+# checkpoint: eager's backward raises autograd's RuntimeError, Dynamo's (tracing the Function
+# again in the recompute) InternalTorchDynamoError with the same words. That type subclasses
+# RuntimeError, and the repro's isinstance check called it the same error (the campaign's
+# "the repro misses the bug: ours", 386ae35c1133): a Dynamo exception is not eager's error by
+# its own type, for the repro as for the oracle (ExcObs.is_a).
+WRAPPED = ProgramSpec(
+    family="autograd_function",
+    roots=(RootSpec((), grad="nonleaf"),),
+    inputs=(InputSpec("root"),),
+    body=(
+        Stmt("cos", ("a0",), ("v0",)),
+        Stmt("apply_fn", (0, "v0"), ("v1",)),
+        Stmt("aten", ("aten.squeeze_.dims", "v0", ("l", (0,))), ()),
+        Stmt("apply_fn", (1, "v1"), ("v4",)),
+    ),
+    outputs=(OutSpec("ref", "v1"),),
+    functions=(FunctionSpec(arity=1, body="view", style="setup_context"),) * 2,
+    plan=CallPlan(calls=3, second_backward="retain", through="checkpoint_reentrant"),
+)
+
+
+def test_an_error_dynamo_wraps_as_its_own_is_not_eagers_for_the_repro(tmp_path: Path) -> None:
+    result = run_case(WRAPPED)
+    (wrapped,) = [f for f in result.findings if f.exc_type == "InternalTorchDynamoError"]
+    source = render_repro(WRAPPED, wrapped.to_dict(), backend="aot_eager")
+    code, tail = check_repro(_write(tmp_path / "case", source))
+    assert code == 1 and "raises differently" in tail, tail
+
+
 # -- the repro calls as the campaign called -----------------------------------------------------
 
 # Two overlapping views of one non-leaf root, the second transposed and written in place, the

@@ -329,6 +329,13 @@ def to_shifted(args):
     return tuple(args)
 
 
+def to_other_scalars(args):
+    """scalars: each Python int argument one more, each float times two plus a quarter: values
+    the compile of call 0 may have specialized on, of the same type (an int stays an int, so
+    Dynamo's type guard holds and only its value guard, or its dynamic symbol, decides)."""
+    return tuple(a + 1 if type(a) is int else a * 2 + 0.25 if type(a) is float else a for a in args)
+
+
 def relate(args, variant):
     """Call 0's arguments (fresh ones of this call's seed) changed as `variant` says; an
     argument a relationship does not apply to stays as it is."""
@@ -341,6 +348,7 @@ def relate(args, variant):
         ("strided", to_strided),
         ("share", to_shared),
         ("shift", to_shifted),
+        ("scalars", to_other_scalars),
     ):
         if token in tokens:
             args = change(args)

@@ -153,7 +153,14 @@ class ScriptMain(ScriptSides):
                 'print("same values: the bug is fixed")',
             ]
         if check.compare == "raises":
-            differs = "not isinstance(actual, type(expected))"
+            # As the oracle judges (ExcObs.is_a): an exception of Dynamo's own is not eager's
+            # error by its type (InternalTorchDynamoError subclasses RuntimeError); what a
+            # BackendCompilerFailed wraps was unwrapped by outcome() above.
+            differs = (
+                "not isinstance(actual, type(expected)) or "
+                '(type(actual).__module__ == "torch._dynamo.exc") '
+                '!= (type(expected).__module__ == "torch._dynamo.exc")'
+            )
             if self.subject == "pythonify" and self.finding["oracle"] == "guards":
                 differs = f'type(actual).__name__ != "PythonifyGuardError" and {differs}'
             if not check.fact:
