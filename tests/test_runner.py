@@ -705,3 +705,15 @@ def test_an_aot_front_end_program_that_changes_grad_mode_is_not_compiled_by_indu
     assert case_backend(dynamo, "aot_eager") == "inductor"
     result = run_case(no_grad, workdir=tmp_path)
     assert result.status == "ok" and not result.findings, result.findings
+    # ... and the campaign's case.json names the backend the case ran with, so its title and
+    # repro do too (5a54cc07b932 said Inductor for a case run under aot_eager).
+    from pyfy_fuzz.campaign.books import NewFinding
+    from pyfy_fuzz.campaign.config import CampaignConfig
+    from pyfy_fuzz.campaign.saving import case_record
+    from tests.findings import values_finding
+
+    config = CampaignConfig(budget_s=60, corpus=tmp_path / "corpus", progress="quiet")
+    new = NewFinding(values_finding(), no_grad.to_json(), (1,), None)
+    assert case_record(new, config, {}).backend == "aot_eager"
+    new = NewFinding(values_finding(), plain.to_json(), (1,), None)
+    assert case_record(new, config, {}).backend == "inductor"

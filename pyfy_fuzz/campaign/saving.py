@@ -26,6 +26,7 @@ from pyfy_fuzz.corpus.entry import derived_fields, entry_files
 from pyfy_fuzz.corpus.store import Corpus, environment, now_iso
 from pyfy_fuzz.schema.case import BUG_IN, OPTIONAL_FIELDS, BugIn, CaseRecord
 from pyfy_fuzz.schema.case import FORMAT as CASE_FORMAT
+from pyfy_fuzz.schema.spec import spec_from_dict
 
 __all__ = [
     "Saving",
@@ -46,13 +47,18 @@ def case_record(new: NewFinding, c: CampaignConfig, shrink: dict[str, Any]) -> C
     Long: the record is one CaseRecord field a line, in case.json's order."""
     import torch
 
+    from pyfy_fuzz.case.runner import case_backend
+
     f = new.finding
     bug_in: BugIn = BUG_IN[as_subject(f["subject"])]
     if bug_in == "pythonify" and c.impl == "torch":
         bug_in = "torch"  # the pythonify under test is torch's own
-    plan = json.loads(new.spec).get("plan", {})
-    mode = plan.get("mode")
-    backend = plan.get("backend") or c.mix.base  # a mixed campaign's case names its own
+    spec = spec_from_dict(json.loads(new.spec))
+    mode = spec.plan.mode
+    # What the worker compiled with: a mixed campaign's case names its own, less Inductor for
+    # an AOT-front-end program that changes grad mode (run_case's own rule): 5a54cc07b932's
+    # repro and title said Inductor for a case the campaign ran under aot_eager.
+    backend = case_backend(spec, c.mix.base)
     return CaseRecord(
         format=CASE_FORMAT,
         signature=f["signature"],
