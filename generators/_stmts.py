@@ -111,7 +111,7 @@ def note_saved(b: Builder, op: str, operands: list[Val], result: Val) -> None:
         b.saved_families.add(result.family)
 
 
-def _ctx(b: Builder) -> str | None:
+def own_ctx(b: Builder) -> str | None:
     """Occasionally run an out-of-place statement under a context manager."""
     if b.grad_on and b.chance(6):
         return "no_grad"
@@ -129,7 +129,7 @@ def _with_ctx(b: Builder, ctx: str | None) -> bool:
     return b.grad_on
 
 
-class _GradMode:
+class GradMode:
     """Temporarily set the builder's grad mode while a statement under `ctx` is modelled."""
 
     def __init__(self, b: Builder, ctx: str | None) -> None:
@@ -148,8 +148,8 @@ def stmt_unary(b: Builder, target: Val | None = None) -> bool:
         return False
     v = b.pick(cands)
     op = b.pick(UNARY[_kind(v)])
-    ctx = _ctx(b)
-    with _GradMode(b, ctx):
+    ctx = own_ctx(b)
+    with GradMode(b, ctx):
         out = fresh(b, v, v.shape, v.dtype, v.requires_grad)
         note_saved(b, op, [v], out)
         bind(b, out, Stmt(op, (v.name,), (out.name,), ctx))
@@ -172,8 +172,8 @@ def stmt_binary(b: Builder) -> bool:
     op = b.pick(BINARY[_kind(v)])
     shape = broadcast(v.shape, w.shape)
     assert shape is not None
-    ctx = _ctx(b)
-    with _GradMode(b, ctx):
+    ctx = own_ctx(b)
+    with GradMode(b, ctx):
         out = fresh(
             b, v if v.geom is not None else w, shape, v.dtype, v.requires_grad or w.requires_grad
         )
@@ -228,7 +228,7 @@ def stmt_view(b: Builder, target: Val | None = None) -> bool:
         return False
     v = b.pick(cands)
     ctx = "no_grad" if (b.grad_on and v.requires_grad and b.chance(5)) else None
-    with _GradMode(b, ctx):
+    with GradMode(b, ctx):
         step = b.view_step(v, allow_as_strided=not v.subclass)
         if step is None:
             return False

@@ -32,7 +32,7 @@ from hypothesis import event
 
 from ._build import Builder
 from ._spec import Stmt
-from ._stmts import _ctx, _GradMode, bind, fresh, mutable, scalar_partners, tensors
+from ._stmts import GradMode, bind, fresh, mutable, own_ctx, scalar_partners, tensors
 
 __all__ = ["SCALAR_OPS", "stmt_scalar"]
 
@@ -52,8 +52,8 @@ def stmt_scalar(b: Builder) -> bool:
     v = b.pick(cands)
     s = b.pick(scalar_partners(b, v))
     op = b.pick(SCALAR_OPS)
-    ctx = _ctx(b)
-    with _GradMode(b, ctx):
+    ctx = own_ctx(b)
+    with GradMode(b, ctx):
         out = replace(fresh(b, v, v.shape, v.dtype, v.requires_grad), subclass=v.subclass)
         bind(b, out, Stmt(op, (v.name, s), (out.name,), ctx))
     return True

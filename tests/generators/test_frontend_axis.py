@@ -178,7 +178,10 @@ GRAD_INSIDE = ProgramSpec(
 
 
 def test_a_grad_inside_the_function_is_drawn_where_every_call_can_take_it() -> None:
-    specs = [s for s in draw(programs(), 1000, seed=0) if _takes_grad(s)]
+    # Three seeds: how many of 1000 programs draw the group moves with the draws (2, 12 and 15
+    # of seeds 0-2 once Hypothesis's local constants were pinned; 10 or more at seed 0 before).
+    drawn = [s for seed in (0, 1, 2) for s in draw(programs(), 1000, seed=seed)]
+    specs = [s for s in drawn if _takes_grad(s)]
     assert len(specs) >= 10, len(specs)
     traced = sum("trace_autograd_ops" in s.plan.config for s in specs)
     assert 0 < traced < len(specs)  # Dynamo breaking the graph there, and tracing it

@@ -67,6 +67,7 @@ from ..errors import PythonifyUnsupported
 from ..meta import SCALAR_GUARD_TYPES, ScalarGuard
 
 __all__ = [
+    "Entry",
     "GuardWatch",
     "SCALAR_TYPES",
     "float_guards",
