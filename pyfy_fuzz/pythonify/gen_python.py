@@ -10,6 +10,7 @@ header, the runtime helpers, the compiled graphs, the guards and the entry point
 from __future__ import annotations
 
 from . import file_runtime, wrappers
+from .graph_render import arg_expr
 from .ir import CompiledGraph, GuardNode, PythonifyIR, ScalarGuard, TensorGuard
 from .meta import EmitContext, HookReplay
 from .sourcepin import pin
@@ -122,19 +123,12 @@ def _tensor_guard_lines(guards: list[TensorGuard]) -> str:
     )
 
 
-def _scalar_literal(v: object) -> str:
-    """A guarded scalar as the file writes it (repr, but a float that is not finite)."""
-    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
-        return f"float({str(v)!r})"
-    return repr(v)
-
-
 def _scalar_section(guards: list[ScalarGuard]) -> str:
     """The table of Dynamo's guards on the arguments' Python scalars and, in its order, one
     reader per entry (Note [Scalar arguments] in capture/scalars.py)."""
     rows = "".join(
         f"    ({g.source!r}, {'type(None)' if g.type_name == 'NoneType' else g.type_name}, "
-        f"{g.guard_type!r}, {_scalar_literal(g.value)}),\n"
+        f"{g.guard_type!r}, {arg_expr(g.value)}),\n"
         for g in guards
     )
     readers = "".join(f"        lambda: {g.source},\n" for g in guards)

@@ -403,7 +403,7 @@ def spec_from_dict(data: Any) -> ProgramSpec:
 def _inp_from(data: Any, where: str) -> InputSpec:
     inp = _build(InputSpec, data, where)
     views = tuple(_build(ViewStep, v, f"{where}.views[{k}]") for k, v in enumerate(inp.views))
-    value = float(inp.value) if inp.kind == "float" else inp.value  # JSON writes 2.0 as 2.0
+    value = float(inp.value) if inp.kind == "float" else inp.value  # a float written 3 is 3.0
     return InputSpec(inp.kind, inp.root, views, inp.of, value)
 
 
@@ -433,9 +433,11 @@ def validate(spec: ProgramSpec) -> None:
             raise SpecError(f"inputs[{i}].root: {inp.root} names no root")
         if inp.kind == "dup" and not 0 <= inp.of < i:
             raise SpecError(f"inputs[{i}].of: expected an earlier input, got {inp.of}")
-        wanted = float if inp.kind == "float" else int
-        if type(inp.value) is not wanted and not (wanted is float and type(inp.value) is int):
-            raise SpecError(f"inputs[{i}].value: expected {wanted.__name__}, got {inp.value!r}")
+        allowed = (int, float) if inp.kind == "float" else (int,)  # a float may be written 3
+        if type(inp.value) not in allowed:
+            raise SpecError(
+                f"inputs[{i}].value: expected {allowed[-1].__name__}, got {inp.value!r}"
+            )
     for k, fn in enumerate(spec.functions):
         if fn.arity not in (1, 2) or (fn.arity == 2 and fn.body not in ("scale", "sin")):
             raise SpecError(f"functions[{k}]: arity {fn.arity!r} with body {fn.body!r}")

@@ -159,7 +159,7 @@ def _compile_recording(
         with rec.hooks(), torch._functorch.config.patch(patches), _inductor_cache_off(backend):
             if frontend == "dynamo":
                 is_module = isinstance(fn, torch.nn.Module)
-                return capture_dynamo(fn, copies, rec, backend, dynamic, is_module)
+                return capture_dynamo(fn, copies, rec, backend, dynamic, is_module, arg_names)
             if isinstance(fn, torch.nn.Module):
                 raise PythonifyUnsupported("frontend='aot' with an nn.Module", "pass a function")
             return capture_aot(fn, copies, rec, backend, dynamic, arg_names)

@@ -20,6 +20,7 @@ import torch.fx
 import torch.utils._pytree as pytree
 
 from ..errors import PythonifyUnsupported
+from ..graph_render import arg_expr
 from ..meta import FakeOutput, ScalarGuard
 from .exprs import structure
 from .recorder import Recorder, plain_backend
@@ -237,7 +238,13 @@ def _fake_first_call(
 
 
 def capture_dynamo(
-    fn: Any, copies: tuple[Any, ...], rec: Recorder, backend: str, dynamic: bool, is_module: bool
+    fn: Any,
+    copies: tuple[Any, ...],
+    rec: Recorder,
+    backend: str,
+    dynamic: bool,
+    is_module: bool,
+    arg_names: list[str],
 ) -> tuple[Callable[..., Any], list[GraphInputRecord], str]:
     """The capture's compile and call: the compiled callable, each graph input's record and
     the return value as an expression over `outs`, L and G."""
@@ -280,9 +287,9 @@ def capture_dynamo(
     rec.done = True
     if rec.calls == 0:
         raise PythonifyUnsupported("a program without a compiled graph", "Dynamo traced no ops")
-    names = bind_names(fn, is_module)  # Note [Scalar arguments] in scalars.py
-    rec.scalar_guards = scalar_guards(watch.recorded(), names)
-    rec.scalar_guards += float_guards(_shape_env(seen.fakes), names)
+    # Note [Scalar arguments] in scalars.py
+    rec.scalar_guards = scalar_guards(watch.recorded(), arg_names)
+    rec.scalar_guards += float_guards(_shape_env(seen.fakes), arg_names)
     seen.inputs[:], rec.symbol_ranges = _resolve_sizes(seen.inputs, seen.fakes)
     bound = bound_locals(fn, copies, is_module)
     out_expr = _output_expr(ret, seen.outputs, seen.inputs, bound, rec.scalar_guards)
@@ -414,9 +421,7 @@ def _output_expr(
             )
         if x is None or isinstance(x, bool | int | float | str):
             refuse_returned_scalar(x, scalars)  # Note [Scalar arguments] in scalars.py
-            if isinstance(x, float) and (x != x or x in (float("inf"), float("-inf"))):
-                return f"float({str(x)!r})"
-            return repr(x)
+            return arg_expr(x)
         if isinstance(x, torch.SymInt | torch.SymFloat):
             raise PythonifyUnsupported("a symbolic scalar output")
         raise PythonifyUnsupported(f"an output of type {type(x).__name__}")
