@@ -10,7 +10,15 @@ from ._hooks import HOOK_FUNCTIONS
 from ._model import HOOK_STYLES
 from ._spec import OutSpec, Stmt
 
-__all__ = ["DTYPE_BY_NAME", "aten_line", "ints_literal", "out_expr", "stmt_lines", "view_expr"]
+__all__ = [
+    "DTYPE_BY_NAME",
+    "aten_line",
+    "ints_literal",
+    "out_expr",
+    "probe_expr",
+    "stmt_lines",
+    "view_expr",
+]
 
 
 def _hook_expr(stmt: Stmt, target: str) -> str:
@@ -65,6 +73,34 @@ _BINARY = {
 # stmt_scalar: a tensor and a Python number argument (Note [Scalar arguments])
 _SCALAR = {"smul": "{0} * {1}", "sadd": "{0} + {1}", "rsub": "{1} - {0}"}
 _EXPR = {**_UNARY, **_BINARY, **_SCALAR, "autograd_grad": _GRAD}
+# stmt_probe (Note [Reading a tensor's metadata] in _stmts_probe.py): an int the tensor
+# reports, and the arithmetic it meets; a predicate on the tensor. {0} the tensor, {1} a dim.
+_PROBE_INTS = {
+    "size": "{0} * {0}.size({1})",
+    "shape": "{0} * {0}.shape[{1}]",
+    "dim": "{0} + {0}.dim()",
+    "ndim": "{0} * {0}.ndim",
+    "numel": "{0} + {0}.numel()",
+    "len": "{0} * len({0})",
+    "stride": "{0} * {0}.stride({1})",
+    "storage_offset": "{0} + {0}.storage_offset()",
+    "element_size": "{0} * {0}.element_size()",
+    "item": "{0} * {0}.flatten()[0].item()",
+}
+_PROBE_PREDICATES = {
+    "is_contiguous": "{0}.is_contiguous()",
+    "requires_grad": "{0}.requires_grad",
+    "is_leaf": "{0}.is_leaf",
+    "grad_fn": "{0}.grad_fn is None",
+    "grad": "{0}.grad is None",
+    "is_floating_point": "{0}.is_floating_point()",
+    "dtype": "{0}.dtype == torch.float32",
+    "device": '{0}.device.type == "cpu"',
+    "is_inference": "{0}.is_inference()",
+    "size_gt": "{0}.size({1}) > 2",
+    "numel_gt": "{0}.numel() > 4",
+    "layout": "{0}.layout == torch.strided",
+}
 # In-place data and metadata ops, rendered as `a0.op(*rest)`.
 _METHODS = {
     "add_",
@@ -155,6 +191,17 @@ def _aten_arg(x: object, device: str) -> str:
     raise ValueError(f"unknown aten argument {x!r}")
 
 
+def probe_expr(src: str, probe: tuple[object, ...] | list[object]) -> str:
+    """Python for a metadata read of `src` (stmt_probe): ("int", form[, dim]) or ("if",
+    predicate[, dim])."""
+    kind, form, *dim = probe
+    if kind == "int":
+        return _PROBE_INTS[str(form)].format(src, *dim)
+    if kind == "if":
+        return f"{src} * 2 if {_PROBE_PREDICATES[str(form)].format(src, *dim)} else {src} + 1"
+    raise ValueError(f"unknown probe {probe!r}")
+
+
 def aten_line(stmt: Stmt) -> str:
     """`v1 = torch.ops.aten.narrow.default(a0, 0, 1, 2)`, or in the statement's spelling
     `v1 = a0.narrow(0, 1, 2)`, `v1 = torch.narrow(a0, 0, 1, 2)` (Note [An aten statement])."""
@@ -205,6 +252,10 @@ def stmt_lines(stmt: Stmt) -> list[str]:
             f"{a[0]}.index_put_((torch.tensor([{a[1]}], {at}),), "
             f"torch.tensor(2, dtype={a[0]}.dtype, {at}))"
         )
+    elif op == "probe":
+        line = f"{lhs} = {probe_expr(a[0], stmt.args[1])}"
+    elif op == "setitem":
+        line = f"{a[0]}[{a[1]}] = {a[2]}"
     elif op in _METHODS:
         line = f"{a[0]}.{op}({', '.join(a[1:])})"
     elif op == "data_mul_":  # stmt_data: a write autograd does not see

@@ -43,7 +43,9 @@ BINARY = {
     "int64": ("add", "mul", "sub"),
     "bool": ("and", "or"),
 }
-INPLACE = ("add_", "mul_", "copy_", "fill_", "zero_", "index_put_", "sin_")
+# Every hand-written in-place data write; stmt_inplace draws all but "setitem" (`v[i] = n`,
+# stmt_probe's: Note [Reading a tensor's metadata] in _stmts_probe.py).
+INPLACE = ("add_", "mul_", "copy_", "fill_", "zero_", "index_put_", "sin_", "setitem")
 
 
 def _kind(v: Val) -> str:
@@ -72,7 +74,7 @@ def scalar_partners(b: Builder, v: Val) -> list[str]:
     ]
 
 
-def _operand(b: Builder, target: Val, constant: int) -> int | str:
+def number_operand(b: Builder, target: Val, constant: int) -> int | str:
     """An in-place op's number operand: the constant, or half the time a number argument
     the target may meet (Note [Scalar arguments])."""
     names = scalar_partners(b, target)
@@ -349,7 +351,7 @@ def stmt_inplace(b: Builder, target: Val | None = None, ctx: str | None = "draw"
         target = b.pick(cands)
     elif not mutable(b, target, grad_in):
         return False
-    ops = [op for op in INPLACE if op != "sin_" or target.is_float]
+    ops = [op for op in INPLACE if op != "setitem" and (op != "sin_" or target.is_float)]
     if target.dtype == "bool":  # arithmetic results are not castable back to bool
         ops = ["fill_", "zero_", "copy_", "index_put_"]
     if target.ndim == 0 or target.shape[0] == 0 or target.subclass:
@@ -372,13 +374,13 @@ def stmt_inplace(b: Builder, target: Val | None = None, ctx: str | None = "draw"
             other = b.pick(others)
             args = (target.name, other.name)
         elif op == "add_":
-            args = (target.name, _operand(b, target, 1))
+            args = (target.name, number_operand(b, target, 1))
         else:
-            op, args = "fill_", (target.name, _operand(b, target, 2))
+            op, args = "fill_", (target.name, number_operand(b, target, 2))
     elif op == "index_put_":
         args = (target.name, b.integer(0, target.shape[0] - 1))
     elif op in ("mul_", "fill_"):
-        args = (target.name, _operand(b, target, 2))
+        args = (target.name, number_operand(b, target, 2))
     else:
         args = (target.name,)
     if target.requires_grad and grad_in and op == "sin_":

@@ -45,6 +45,7 @@ from ._stmts_extra import (
     stmt_hook,
     stmt_rng,
 )
+from ._stmts_probe import stmt_probe
 from ._stmts_scalar import stmt_scalar
 from ._variants import variant_changes
 from ._vocabulary import by_name
@@ -76,6 +77,7 @@ GROUPS = {
     "autograd_grad": stmt_autograd_grad,
     "aten": stmt_aten,
     "scalar": stmt_scalar,
+    "probe": stmt_probe,
 }
 
 

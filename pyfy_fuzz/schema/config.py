@@ -219,6 +219,14 @@ _KNOBS = (
         frontends=("dynamo",),
     ),
     ConfigKnob(
+        "capture_scalars",
+        "compile",
+        (("torch._dynamo.config.capture_scalar_outputs", True),),
+        "graph/unbacked: Dynamo traces Tensor.item() into the graph as an unbacked symbol "
+        "instead of breaking there (Note [Reading a tensor's metadata] in generators)",
+        frontends=("dynamo",),
+    ),
+    ConfigKnob(
         "no_grad",
         "call",
         (("call.no_grad", True),),

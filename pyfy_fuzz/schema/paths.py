@@ -227,7 +227,7 @@ def _dtype_aliases(spec: ProgramSpec) -> bool:
     return False
 
 
-_WRITES = ("add_", "mul_", "copy_", "fill_", "zero_", "sin_", "index_put_")
+_WRITES = ("add_", "mul_", "copy_", "fill_", "zero_", "sin_", "index_put_", "setitem")
 
 
 def _offset_view_after_write(spec: ProgramSpec) -> bool:
