@@ -28,6 +28,25 @@ def test_inference_replay_matches_and_old_outputs_survive(tmp_path):
         torch.testing.assert_close(out[1], x * 2, rtol=0, atol=0)
 
 
+def test_a_replay_under_inference_mode_writes_outputs_without_a_version_counter(tmp_path):
+    """Called under inference_mode, the captured outputs are inference tensors, which have no
+    version counter to keep: the replay still writes them (the 12-07 campaign's 57cc1458cb56
+    raised "Inference tensors do not track version counter" on the second call)."""
+    w = torch.randn(3)
+
+    def f(x):
+        return x * w
+
+    with torch.inference_mode():
+        res = pythonify(f, (torch.randn(3),), tmp_path / "p.py", mode="reduce-overhead")
+        mod = load(res.path, bind=f)
+        xs = [torch.randn(3) for _ in range(3)]
+        outs = [mod.call(x) for x in xs]
+    assert mod._cudagraph_inference.num_replays >= 1
+    for x, out in zip(xs, outs, strict=True):
+        torch.testing.assert_close(out, x * w, rtol=0, atol=0)
+
+
 def test_training_forward_and_backward_graphs(tmp_path):
     def f(x, w):
         return (x @ w).sin().sum()

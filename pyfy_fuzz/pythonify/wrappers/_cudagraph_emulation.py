@@ -123,6 +123,9 @@ class _EmulatedCUDAGraph:
                     )
                 if new.data_ptr() == old.data_ptr() and new.stride() == old.stride():
                     continue  # same memory (an output aliasing an input): already written
+                if old.is_inference():  # made under inference_mode: it has no counter
+                    _cg_copy_into(old, new)
+                    continue
                 # a real replay writes memory without the dispatcher: no counter moves
                 with torch.autograd._unsafe_preserve_version_counter(old):
                     _cg_copy_into(old, new)
