@@ -51,7 +51,9 @@ ATTRIBUTABLE = True
 # parameter's `.data` replaced) is autograd's to ignore by definition; where eager changed an
 # input without moving its counter, torch.compile moving it is not reported (eager's quirk,
 # and the bump is what autograd's check needs; upstream keeps the `.data` case open as
-# pytorch#139152). An input with no elements is judged alike: no write shows on it.
+# pytorch#139152). An input with no elements is judged alike: no write shows on it. The quirk
+# is the program's, so it is one verdict per case and input: a call whose write left the
+# input as it was is judged as the calls where it showed.
 
 
 def diff_versions(ref: CallObs, got: CallObs, ctx: PairContext) -> list[Difference]:
@@ -68,7 +70,8 @@ def diff_versions(ref: CallObs, got: CallObs, ctx: PairContext) -> list[Differen
     out = [ctx.diff(NAME, "version", "moved", name=n, expected=True, actual=False) for n in missed]
     extra = sorted(g - r)
     if ctx.subject == "torch.compile":
-        extra = [n for n in extra if n not in _eager_quirk(ref)]
+        quirk = _eager_quirk(ref) | _case_quirk(ctx.evidence.eager)
+        extra = [n for n in extra if n not in quirk]
     out += [ctx.diff(NAME, "version", "moved", name=n, expected=False, actual=True) for n in extra]
     return out
 
@@ -86,6 +89,15 @@ def _eager_quirk(ref: CallObs) -> set[str]:
     return (names - set(ref.unchanged)) | empty
 
 
+def _case_quirk(eager: SubjectObs) -> set[str]:
+    """The inputs any of eager's calls wrote without moving their counter (`_eager_quirk`):
+    the quirk is the program's (a `.data` write, a write through an inference-tensor alias),
+    so one verdict per case and input. A call whose write left the input as it was (0 * 0.5)
+    shows no write, yet is the same quirk (the 12-07 campaign's 731b70b7b63c)."""
+    calls = [*eager.calls, *([eager.variant] if eager.variant else []), *eager.sequence]
+    return set().union(*(_eager_quirk(c) for c in calls))
+
+
 def _quirk_only(ref: SubjectObs, got: SubjectObs) -> bool:
     """torch.compile's first call moved only counters eager's left where eager's quirk says
     it may (`_eager_quirk`): the saved probe's backward then raises for that reason alone."""
@@ -96,7 +108,7 @@ def _quirk_only(ref: SubjectObs, got: SubjectObs) -> bool:
         return False
     extra = set(g.versions_moved) - set(r.versions_moved)
     missed = set(r.versions_moved) - set(g.versions_moved)
-    return bool(extra) and not missed and extra <= _eager_quirk(r)
+    return bool(extra) and not missed and extra <= _eager_quirk(r) | _case_quirk(ref)
 
 
 def _net_noop(ref: SubjectObs, got: SubjectObs) -> bool:

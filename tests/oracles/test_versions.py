@@ -167,3 +167,22 @@ def test_a_bump_where_eager_wrote_through_data_is_one_verdict_at_every_shape(sha
     assert ev.eager.calls[0].versions_moved == ()
     assert ev.compiled.calls[0].versions_moved == ("a0",)
     assert _versions(oracles.check_all(ev)) == []
+
+
+def test_eager_quirk_is_one_verdict_for_every_call_of_the_case() -> None:
+    """Found by triage (issue 36, 731b70b7b63c): eager wrote an input without moving its
+    counter on every call, but on call 1 the write left the values as they were (0 * 0.5), so
+    that call alone showed no quirk and torch.compile's (right) bump was reported."""
+
+    def counted(fn: Any) -> Any:
+        def call(a0: torch.Tensor) -> Any:
+            out = fn(a0)
+            torch.autograd.graph.increment_version(a0)
+            return out
+
+        return call
+
+    ev = evidence(DATA_WRITE, compiled_wrap=counted)
+    assert len(ev.eager.calls) >= 2 and ev.eager.calls[1].unchanged == ()
+    ev.eager.calls[1] = replace(ev.eager.calls[1], unchanged=("a0",))  # a write of no effect
+    assert _versions(oracles.check_all(ev)) == []
