@@ -95,6 +95,13 @@ def test_any_program_of_a_family_shrinks_to_its_forced_core(family: str) -> None
         assert body[0].op in ("t_", "transpose_", "unsqueeze_", "squeeze_"), spec
         assert spec.plan.frontend == "aot", spec
         body = body[1:]
+    if family == "input_mutation" and len(body) == 2 and body[1].op == "set_":
+        # The forced mutation may be a set_ (stmt_metadata's, on a 0-d argument), which takes
+        # the storage of a result made for it (`v0 = a0 * 2; a0.set_(v0)`): one mutation in
+        # two statements. Where shrinking ends between it and a mul_ moves with the draws
+        # (torch 2.15's vocabulary and the metadata reads ended it here).
+        assert body[0].op == "mul" and body[1].args[1] == body[0].outs[0], spec
+        body = body[1:]
     assert len(body) == cores[family], spec
     assert len(spec.inputs) == (2 if family == "synthetic_base" else 1), spec
     assert not spec.functions or spec.functions[0].body == "scale", spec
