@@ -106,7 +106,12 @@ def invariants(fx_meta: dict[str, tuple[Any, ...]]) -> list[Difference]:
     forward_seq |= {n.seq_nr for n in bw if not n.autograd_backward and n.seq_nr is not None}
     diffs = []
     for n in fw:
-        if n.is_gradient_acc:
+        # Note [Backward work in the forward graph]: the min-cut partitioner may compute a
+        # gradient that needs no tangent in the forward and save it (torch's Note
+        # [tangents_closure vs required_bw_nodes] in partitioners.py); such a node is backward
+        # work (tagged autograd_backward), and its accumulation rightly says so. A forward op
+        # of the user's marked as an accumulation is the broken mapping.
+        if n.is_gradient_acc and not n.autograd_backward:
             note = f"forward node {n.name} ({n.target}) is marked as gradient accumulation"
             diffs.append(_diff("torch.compile", "forward_grad_acc", note))
     unmapped = []

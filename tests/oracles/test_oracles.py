@@ -335,6 +335,26 @@ def test_seq_nr_tables_and_invariants():
     assert [f for f in oracles.check_all(ev) if f.oracle == "seq_nr"] == []
 
 
+def test_backward_work_the_min_cut_moved_into_the_forward_is_not_a_broken_mapping():
+    """Found by triage (issue 36, c730c8d88a65, a false alarm): the min-cut partitioner
+    computes a gradient that needs no tangent in the forward graph and saves it (torch's Note
+    [tangents_closure vs required_bw_nodes]); its accumulation `add`, backward work, rightly
+    says so. A forward op of the user's marked as an accumulation is still reported."""
+    from oracles.seq_nr import invariants
+    from pyfy_fuzz.pythonify.graph_render import FxNodeMeta as N
+
+    fw = (
+        N("mul", "aten.mul.Tensor", 10, False, False),
+        N("zeros", "aten.zeros.default", 11, False, True),  # le_'s gradient: no tangent
+        N("add", "aten.add.Tensor", 10, True, True),
+    )
+    bw = (N("mul_1", "aten.mul.Tensor", 10, False, True),)
+    assert invariants({"forward": fw, "backward": bw}) == []
+    user_op = (*fw[:2], N("add", "aten.add.Tensor", 10, True, False))
+    (d,) = invariants({"forward": user_op, "backward": bw})
+    assert d.prop == "forward_grad_acc" and "forward node add" in d.note
+
+
 def test_version_probe():
     # eager's sin saves its input: bumping the input's version makes backward refuse.
     s = spec([("sin", ("a0",), ("v0",))], ["v0"], grad="nonleaf")
