@@ -1127,6 +1127,33 @@ def test_an_error_dynamo_wraps_as_its_own_is_not_eagers_for_the_repro(tmp_path: 
 
 # -- the repro calls as the campaign called -----------------------------------------------------
 
+# Found by triage (issue 36, d70addddf442): an offset argument and a flat view of it, the first
+# written. Call 0's compile raises; the "shift" call compiles a graph for shifted aliases, and
+# the in-place probe's fresh call, whose arguments that graph's guards let through, runs on it
+# and reads out of bounds. Compiled afresh at the probe's arguments, the repro met call 0's
+# error instead and exited 2 (Note [A probe's call runs on the graphs the calls before it
+# compiled]).
+PROBE_AFTER_SHIFT = ProgramSpec(
+    family="later_aliasing",
+    roots=(RootSpec((2, 3), layout="offset"),),
+    inputs=(InputSpec("root"), InputSpec("view", views=(ViewStep("reshape", (6,)),))),
+    body=(Stmt("index_put_", ("a0", 0)),),
+    outputs=(OutSpec("ref", "a1"),),
+    plan=CallPlan(calls=1, variant="shift", backward=False),
+)
+
+
+def test_a_probe_after_a_later_call_runs_where_the_campaign_ran_it(tmp_path: Path) -> None:
+    result = run_case(PROBE_AFTER_SHIFT)
+    (probe,) = [f for f in result.findings if f.differences[0].call.kind == "probe"]
+    assert not probe.differences[0].call.recompiled
+    source = render_repro(PROBE_AFTER_SHIFT, probe.to_dict(), backend="aot_eager")
+    assert "(make_inputs, 0, nullcontext), (make_variant_inputs, 0, nullcontext)" in source
+    assert "def make_variant_inputs(" in source
+    code, tail = check_repro(_write(tmp_path / "case", source))
+    assert code == 1 and "setStorage" in tail, tail
+
+
 # Two overlapping views of one non-leaf root, the second transposed and written in place, the
 # first read. The drive retains the first's grad before a backward, not the second's (Note
 # [Arguments whose grad is not retained]: eager asserts "out != nullptr" on it, which the CI

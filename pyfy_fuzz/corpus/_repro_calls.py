@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from generators.source import variant_context
-from pyfy_fuzz.corpus._repro_check import leaf, retains_grads
+from pyfy_fuzz.corpus._repro_check import first_difference, leaf, retains_grads
 from pyfy_fuzz.corpus._repro_head import ScriptHead
 from pyfy_fuzz.schema.config import call_context
 from pyfy_fuzz.schema.spec import draws_random, variant_tokens
@@ -125,6 +125,30 @@ class ScriptCalls(ScriptHead):
         for k in range(check.sequence):
             runs.append((0, _make(f"make_call_{k}_inputs", plan.sequence[k]), plan.sequence[k]))
         return runs
+
+    def _history(self) -> list[tuple[int, str, str | None]]:
+        """(seed, inputs function, variant) of the calls pyfy-fuzz made on the same compile
+        before a probe's fresh call, where they decide which graph the probe's call runs
+        (Note [A probe's call runs on the graphs the calls before it compiled]); else none."""
+        check, plan = self.check, self.spec.plan
+        if (
+            check.probe_seed is None
+            or self.subject != "torch.compile"
+            or plan.frontend != "dynamo"
+            or plan.mode is not None
+            or self.spec.module is not None  # the reference would need the same history
+            or plan.variant is None
+            or "again" in variant_tokens(plan.variant)
+            or any("again" in variant_tokens(v) for v in plan.sequence)
+            or first_difference(self.finding).call.recompiled
+        ):
+            return []
+        runs: list[tuple[int, str, str | None]] = [
+            (s, "make_inputs", None) for s in range(plan.calls)
+        ]
+        runs.append((0, "make_variant_inputs", plan.variant))
+        runs += [(0, f"make_call_{k}_inputs", v) for k, v in enumerate(plan.sequence)]
+        return runs + [(s, "make_inputs", None) for s in range(plan.calls, check.probe_seed)]
 
     def _loop(
         self, runs: list[tuple[int, str, str | None]], during: bool

@@ -83,6 +83,10 @@ class ScriptSides(ScriptCalls):
             return self._warm_sides(fresh)
         if self.subject != "pythonify":
             setup, compiled = self._compiled()
+            history = self._history()
+            if history:
+                setup = [*setup, f"compiled = {compiled}", *self._replay(history)]
+                compiled = "compiled"
             return Sides(setup, "eager", fresh, "torch.compile", compiled)
         file_call = "pythonified.call"
         if self.finding["oracle"] == "guards":  # inputs the compile never saw: eager rules
@@ -91,6 +95,31 @@ class ScriptSides(ScriptCalls):
         return Sides(
             setup + self._load_file(), "torch.compile", compiled, "pythonified.py", file_call
         )
+
+    # Note [A probe's call runs on the graphs the calls before it compiled]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # pyfy-fuzz makes a probe's fresh call (pyfy_fuzz.case.probes) on the compile the plan's
+    # calls, the variant call and the sequence already ran, and Dynamo tries the newest graph
+    # first: where the later call's guards also let the probe's arguments through, the probe
+    # runs on the graph compiled for the later call, not on one compiled for its own arguments
+    # (the 12-07 campaign's d70addddf442: a graph for shifted aliases, run on call 0's; a
+    # repro compiling afresh met another error and exited 2). So where the probe did not
+    # recompile after a later call, the repro makes the same calls on the same compile first,
+    # each under its call's context and in its own try (a call that raised compiled nothing,
+    # as in the campaign), then the probe's.
+    def _replay(self, history: list[tuple[int, str, str | None]]) -> list[str]:
+        """The calls before a probe's, made on `compiled` (Note above)."""
+        triples = ", ".join(f"({m}, {s}, {self._during(v)})" for s, m, v in history)
+        lines = [
+            f"for make, seed, during in ({triples}):  # the calls pyfy-fuzz made first",
+            "    try:",
+            "        with during():",
+            "            compiled(*make(seed))",
+            "    except Exception:",
+            "        pass  # as in the campaign: the probe's call follows whatever they did",
+        ]
+        self._need_names(lines)
+        return lines
 
     def _warm_sides(self, fresh: str) -> Sides:
         """The compile served from AOTAutograd's cache (Note [The warm subject] in

@@ -111,10 +111,13 @@ class _Repro(ScriptMain):
             self._program(),
             inputs_source(self.spec, self.device, "make_inputs", None),
         ]
-        for _, make, variant in self._runs():  # the later calls' own inputs
-            if make.startswith("make_") and make != "make_inputs":
+        runs = [*self._history(), *self._runs()]
+        made = {"make_inputs"}
+        for _, make, variant in runs:  # the later calls' own inputs
+            if make.startswith("make_") and make not in made:
+                made.add(make)
                 parts.append(inputs_source(self.spec, self.device, make, variant))
-        used = {t for _, _, v in self._runs() for t in variant_tokens(v)}
+        used = {t for _, _, v in runs for t in variant_tokens(v)}
         for t in RELATE_TOKENS:  # the relationships' functions make_*_inputs call
             if t in used:
                 parts.append(H.source(RELATE_FUNCTIONS[t], not self.compact))
