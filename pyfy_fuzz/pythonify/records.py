@@ -115,6 +115,10 @@ def view_ops(seq: Any) -> tuple[ViewOp, ...] | None:
         except _Symbolic:
             return None
         schema = op._schema.arguments[1:]
+        if any(not s.has_default_value() for s in schema[len(plain) :]):
+            # a ViewMeta whose tuple leaves out an argument the op needs (resize_'s size):
+            # torch's own fallback replays it (the 12-07 unsteered run's 8471d04b8b4f)
+            return None
         positional = [a for a, s in zip(plain, schema, strict=False) if not s.kwarg_only]
         keyword = tuple((s.name, a) for a, s in zip(plain, schema, strict=False) if s.kwarg_only)
         out.append(

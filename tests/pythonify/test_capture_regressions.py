@@ -301,6 +301,25 @@ def test_an_output_view_of_a_multi_output_view_is_replayed_not_as_strided(tmp_pa
     assert type(got.grad_fn).__name__ == type(expected.grad_fn).__name__ == "UnfoldBackward0"
 
 
+def test_a_view_meta_that_leaves_out_an_argument_is_replayed_by_torchs_fallback(tmp_path):
+    """resize_'s ViewMeta tuple has no size: decoded as it was, the file called
+    `resize_.default(v)` and raised (the 12-07 unsteered run's 8471d04b8b4f). Such a
+    sequence is left to torch's own fallback, as a symbolic one is."""
+    from pyfy_fuzz.pythonify import load
+
+    def f(a):
+        v = a.detach()
+        torch.ops.aten.resize_.default(v, [])
+        return v
+
+    result = pythonify(f, (torch.randn(1),), tmp_path / "p.py")
+    assert "resize_.default(v)" not in result.path.read_text()
+    mod = load(result.path, bind=f)
+    x = torch.randn(1)
+    got, expected = mod.call(x.clone()), result.compiled(x.clone())
+    assert got.shape == expected.shape == () and torch.equal(got, expected)
+
+
 def test_a_compile_dynamo_restarts_is_recorded_once(tmp_path, monkeypatch):
     """Note [A compile Dynamo restarts]: a backend pass that raises RestartAnalysis (torch's
     tensorify pass does) makes Dynamo trace again and call the backend a second time for the
