@@ -602,3 +602,26 @@ def test_the_file_under_reduce_overhead_saves_an_empty_input_itself(tmp_path: Pa
     assert bumped_backward(compiled) == "raised"
     assert bumped_backward(mod.call) == "raised"
     assert mod._cudagraph_forward.num_replays >= 2
+
+
+def test_outputs_handed_out_after_a_replay_have_counters_of_their_own_at_zero(
+    rt: dict[str, Any],
+) -> None:
+    """cudagraph trees build what a replay hands out over the pool's memory without an in-place
+    op (`_construct_CUDA_Tensor_From_Storage_And_Metadata`): version 0, as a fresh output of the
+    graph uncaptured. The file built its copies with `set_`, one write: a backward returning
+    one zeros buffer twice gave a module hook its gradient at version 1 (the 12-07 unsteered
+    run's 311725f88f0f)."""
+
+    def fn(args: list[Any]) -> list[Any]:
+        buf = torch.zeros_like(args[0])  # a graph-internal output, returned twice
+        inner = args[0] * 2
+        return [buf, buf, inner[1:]]  # and a view of a graph-internal tensor
+
+    runner = _runner(rt, fn)
+    for k in range(3):  # warm-up, capture and replay, replay
+        a, b, tail = runner([torch.arange(3.0) + k])
+        assert a is b
+        assert (a._version, tail._version) == (0, 0), (k, a._version, tail._version)
+        assert torch.equal(tail, (torch.arange(3.0) + k)[1:] * 2)
+    assert runner.num_replays == 2

@@ -88,6 +88,22 @@ def _cg_storage_key(t):
     return ptr if ptr != 0 else ("empty", storage._cdata)
 
 
+def _cg_tensor_over(storage, like):
+    """A new tensor over `storage` laid out as `like` (dtype, storage offset, size, stride)
+    whose version counter is its own and at 0. cudagraph trees build what a replay hands out
+    over the pool's memory with `_construct_CUDA_Tensor_From_Storage_And_Metadata`, no
+    in-place op, so its counter starts at 0, as a fresh output's of the un-captured graph;
+    `set_` is an in-place op and would count one write (corpus
+    pythonify-divergence.user_code.311725f88f0f)."""
+    t = torch.empty(0, dtype=like.dtype, device=like.device)
+    layout = (storage, like.storage_offset(), like.size(), like.stride())
+    if t.is_inference():  # made under inference_mode: it has no counter to keep
+        return t.set_(*layout)
+    with torch.autograd._unsafe_preserve_version_counter(t):
+        t.set_(*layout)
+    return t
+
+
 def _cg_hand_out(static_outputs, static_inputs, args):
     """The outputs to give the caller after a replay, none of them graph-owned memory.
 
@@ -152,12 +168,10 @@ def _cg_hand_out(static_outputs, static_inputs, args):
             # A view of a graph-internal tensor stays a view (of a copy of that tensor), as
             # the output of the un-captured graph is.
             b = o._base
-            base = torch.empty(0, dtype=b.dtype, device=b.device)
-            base.set_(storage, b.storage_offset(), b.size(), b.stride())
+            base = _cg_tensor_over(storage, b)
             out = base.as_strided(o.size(), o.stride(), o.storage_offset())
         else:
-            out = torch.empty(0, dtype=o.dtype, device=o.device)
-            out.set_(storage, o.storage_offset(), o.size(), o.stride())
+            out = _cg_tensor_over(storage, o)
         handed[id(o)] = out
         result.append(out)
     return result
@@ -170,5 +184,6 @@ RUNTIME = (
     "_cg_copy_into",
     "_cg_static_buffer",
     "_cg_storage_key",
+    "_cg_tensor_over",
     "_cg_hand_out",
 )
