@@ -88,6 +88,17 @@ def _cg_storage_key(t):
     return ptr if ptr != 0 else ("empty", storage._cdata)
 
 
+def _cg_uncounted(t, write, *args):
+    """`write(*args)`, a write into `t`, leaving t's version counter where it was: a CUDA
+    graph's replay writes memory without the dispatcher, so no counter moves. A tensor made
+    under inference_mode has no counter to keep (reading one raises)."""
+    if t.is_inference():
+        write(*args)
+        return
+    with torch.autograd._unsafe_preserve_version_counter(t):
+        write(*args)
+
+
 def _cg_tensor_over(storage, like):
     """A new tensor over `storage` laid out as `like` (dtype, storage offset, size, stride)
     whose version counter is its own and at 0. cudagraph trees build what a replay hands out
@@ -96,11 +107,7 @@ def _cg_tensor_over(storage, like):
     `set_` is an in-place op and would count one write (corpus
     pythonify-divergence.user_code.311725f88f0f)."""
     t = torch.empty(0, dtype=like.dtype, device=like.device)
-    layout = (storage, like.storage_offset(), like.size(), like.stride())
-    if t.is_inference():  # made under inference_mode: it has no counter to keep
-        return t.set_(*layout)
-    with torch.autograd._unsafe_preserve_version_counter(t):
-        t.set_(*layout)
+    _cg_uncounted(t, t.set_, storage, like.storage_offset(), like.size(), like.stride())
     return t
 
 
@@ -184,6 +191,7 @@ RUNTIME = (
     "_cg_copy_into",
     "_cg_static_buffer",
     "_cg_storage_key",
+    "_cg_uncounted",
     "_cg_tensor_over",
     "_cg_hand_out",
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from ._cudagraph_buffers import _cg_copy_into, _cg_static_buffer, _cg_storage_key
+from ._cudagraph_buffers import _cg_copy_into, _cg_static_buffer, _cg_storage_key, _cg_uncounted
 
 __all__ = ["RUNTIME"]
 
@@ -123,12 +123,7 @@ class _EmulatedCUDAGraph:
                     )
                 if new.data_ptr() == old.data_ptr() and new.stride() == old.stride():
                     continue  # same memory (an output aliasing an input): already written
-                if old.is_inference():  # made under inference_mode: it has no counter
-                    _cg_copy_into(old, new)
-                    continue
-                # a real replay writes memory without the dispatcher: no counter moves
-                with torch.autograd._unsafe_preserve_version_counter(old):
-                    _cg_copy_into(old, new)
+                _cg_uncounted(old, _cg_copy_into, old, new)
         self.num_replays += 1
 
 
