@@ -13,6 +13,8 @@ from ._spec import OutSpec, Stmt
 __all__ = [
     "DTYPE_BY_NAME",
     "aten_line",
+    "PROBE_INTS",
+    "PROBE_PREDICATES",
     "ints_literal",
     "out_expr",
     "probe_expr",
@@ -74,8 +76,9 @@ _BINARY = {
 _SCALAR = {"smul": "{0} * {1}", "sadd": "{0} + {1}", "rsub": "{1} - {0}"}
 _EXPR = {**_UNARY, **_BINARY, **_SCALAR, "autograd_grad": _GRAD}
 # stmt_probe (Note [Reading a tensor's metadata] in _stmts_probe.py): an int the tensor
-# reports, and the arithmetic it meets; a predicate on the tensor. {0} the tensor, {1} a dim.
-_PROBE_INTS = {
+# reports, and the arithmetic it meets; a predicate on the tensor. {0} the tensor, {1} a dim
+# (a form that has one draws it). The order is the draw's: index 0 is where shrinking lands.
+PROBE_INTS = {
     "size": "{0} * {0}.size({1})",
     "shape": "{0} * {0}.shape[{1}]",
     "dim": "{0} + {0}.dim()",
@@ -87,7 +90,7 @@ _PROBE_INTS = {
     "element_size": "{0} * {0}.element_size()",
     "item": "{0} * {0}.flatten()[0].item()",
 }
-_PROBE_PREDICATES = {
+PROBE_PREDICATES = {
     "is_contiguous": "{0}.is_contiguous()",
     "requires_grad": "{0}.requires_grad",
     "is_leaf": "{0}.is_leaf",
@@ -196,9 +199,9 @@ def probe_expr(src: str, probe: tuple[object, ...] | list[object]) -> str:
     predicate[, dim])."""
     kind, form, *dim = probe
     if kind == "int":
-        return _PROBE_INTS[str(form)].format(src, *dim)
+        return PROBE_INTS[str(form)].format(src, *dim)
     if kind == "if":
-        return f"{src} * 2 if {_PROBE_PREDICATES[str(form)].format(src, *dim)} else {src} + 1"
+        return f"{src} * 2 if {PROBE_PREDICATES[str(form)].format(src, *dim)} else {src} + 1"
     raise ValueError(f"unknown probe {probe!r}")
 
 

@@ -14,13 +14,14 @@ call's backward) shows up as a wrong value or the wrong branch, where no other s
 
 The group draws, on any family, one of:
 
-- an int the tensor reports, times or plus the tensor (PROBE_INTS): `v * v.size(0)`,
-  `v + v.storage_offset()`, ...; `v * v.flatten()[0].item()` on the Dynamo front-end only (a
-  graph break, or with `capture_scalar_outputs` an unbacked symbol; aot_function's trace has
-  no data to read);
-- a branch on a predicate (PROBE_PREDICATES), `v * 2 if <pred> else v + 1`: both arms keep
-  v's shape, dtype and autograd state, so the model needs no answer. Dynamo front-end only:
-  aot_function has no guards, and specializing on the first call is what it promises;
+- an int the tensor reports, times or plus the tensor (`_render_body.PROBE_INTS`):
+  `v * v.size(0)`, `v + v.storage_offset()`, ...; `v * v.flatten()[0].item()` on the Dynamo
+  front-end only (a graph break, or with `capture_scalar_outputs` an unbacked symbol;
+  aot_function's trace has no data to read);
+- a branch on a predicate (`_render_body.PROBE_PREDICATES`), `v * 2 if <pred> else v + 1`:
+  both arms keep v's shape, dtype and autograd state, so the model needs no answer. Dynamo
+  front-end only: aot_function has no guards, and specializing on the first call is what it
+  promises;
 - (one in five) a write through `__setitem__`, `v[i] = n`, Dynamo's own path for what
   `index_put_` spells, under stmt_inplace's rules (`mutable`).
 
@@ -34,41 +35,14 @@ from hypothesis import event
 
 from ._build import Builder
 from ._model import Val
+from ._render_body import PROBE_INTS, PROBE_PREDICATES
 from ._spec import Stmt
 from ._stmts import GradMode, bind, fresh, mutable, number_operand, own_ctx, tensors
 
-__all__ = ["PROBE_INTS", "PROBE_PREDICATES", "stmt_probe"]
+__all__ = ["stmt_probe"]
 
-# An int the tensor reports -> whether it needs a dim (`d`) argument. Index 0 is where
-# shrinking lands. Rendered by _render_body.probe_expr.
-PROBE_INTS = {
-    "size": True,
-    "shape": True,
-    "dim": False,
-    "ndim": False,
-    "numel": False,
-    "len": False,
-    "stride": True,
-    "storage_offset": False,
-    "element_size": False,
-    "item": False,
-}
-# A predicate on the tensor -> whether it needs a dim argument.
-PROBE_PREDICATES = {
-    "is_contiguous": False,
-    "requires_grad": False,
-    "is_leaf": False,
-    "grad_fn": False,
-    "grad": False,
-    "is_floating_point": False,
-    "dtype": False,
-    "device": False,
-    "is_inference": False,
-    "size_gt": True,
-    "numel_gt": False,
-    "layout": False,
-}
-_NEEDS_DIM = {**PROBE_INTS, **PROBE_PREDICATES}
+# Whether a form takes a dim argument: its template names one (`{1}`).
+_NEEDS_DIM = {f: "{1}" in t for f, t in {**PROBE_INTS, **PROBE_PREDICATES}.items()}
 
 
 def stmt_probe(b: Builder) -> bool:

@@ -10,9 +10,8 @@ from dataclasses import replace
 import pytest
 
 from generators import inductor_reasons, materialize, programs
-from generators._render_body import probe_expr
+from generators._render_body import PROBE_INTS, PROBE_PREDICATES, probe_expr
 from generators._spec import CallPlan, InputSpec, OutSpec, ProgramSpec, RootSpec, Stmt
-from generators._stmts_probe import PROBE_INTS, PROBE_PREDICATES
 from pyfy_fuzz.bench.measure import draw
 from pyfy_fuzz.case.dead_code import dead_statements
 from pyfy_fuzz.case.runner import run_case
