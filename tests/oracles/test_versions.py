@@ -143,6 +143,18 @@ def test_changes_that_cancel_out_are_no_mutation_to_torch_compile() -> None:
     assert f.subject == "pythonify"
 
 
+def _counted(fn: Any) -> Any:
+    """The program, then a0's counter moved: torch.compile's copy_ of a write eager did not
+    count."""
+
+    def call(a0: torch.Tensor) -> Any:
+        out = fn(a0)
+        torch.autograd.graph.increment_version(a0)
+        return out
+
+    return call
+
+
 # a write through .data of a0, which eager does not count (autograd's to ignore)
 DATA_WRITE = spec([("data_mul_", ("a0",), ()), ("sin", ("a0",), ("v0",))], ["v0"], grad="none")
 
@@ -154,16 +166,8 @@ def test_a_bump_where_eager_wrote_through_data_is_one_verdict_at_every_shape(sha
     without a bump: eager's quirk, Note [Version counters]) and reported for an empty one,
     where no write shows. One verdict: not reported at either shape."""
 
-    def counted(fn: Any) -> Any:
-        def call(a0: torch.Tensor) -> Any:
-            out = fn(a0)
-            torch.autograd.graph.increment_version(a0)
-            return out
-
-        return call
-
     s = replace(DATA_WRITE, roots=(replace(DATA_WRITE.roots[0], shape=shape),))
-    ev = evidence(s, compiled_wrap=counted)
+    ev = evidence(s, compiled_wrap=_counted)
     assert ev.eager.calls[0].versions_moved == ()
     assert ev.compiled.calls[0].versions_moved == ("a0",)
     assert _versions(oracles.check_all(ev)) == []
@@ -174,15 +178,7 @@ def test_eager_quirk_is_one_verdict_for_every_call_of_the_case() -> None:
     counter on every call, but on call 1 the write left the values as they were (0 * 0.5), so
     that call alone showed no quirk and torch.compile's (right) bump was reported."""
 
-    def counted(fn: Any) -> Any:
-        def call(a0: torch.Tensor) -> Any:
-            out = fn(a0)
-            torch.autograd.graph.increment_version(a0)
-            return out
-
-        return call
-
-    ev = evidence(DATA_WRITE, compiled_wrap=counted)
+    ev = evidence(DATA_WRITE, compiled_wrap=_counted)
     assert len(ev.eager.calls) >= 2 and ev.eager.calls[1].unchanged == ()
     ev.eager.calls[1] = replace(ev.eager.calls[1], unchanged=("a0",))  # a write of no effect
     assert _versions(oracles.check_all(ev)) == []
