@@ -303,7 +303,7 @@ def test_nightly_report_carries_the_corpus_findings(
     """nightly passes its --corpus to the report (the campaign itself is stubbed out)."""
     from types import SimpleNamespace
 
-    from pyfy_fuzz.cli import nightly
+    from pyfy_fuzz.cli import run as run_cli
 
     corpus = _corpus(tmp_path)
     summary = json.loads(
@@ -315,7 +315,7 @@ def test_nightly_report_carries_the_corpus_findings(
         config.json_path.write_text(json.dumps(summary))
         return SimpleNamespace(summary=summary, exit_code=0)
 
-    monkeypatch.setattr(nightly, "run_and_summarise", fake_campaign)
+    monkeypatch.setattr(run_cli, "run_and_summarise", fake_campaign)
     out = tmp_path / "reports"
     assert main(["nightly", "--budget", "5s", "--corpus", str(corpus), "--out", str(out)]) == 0
     assert "damaged" in capsys.readouterr().err
