@@ -4,7 +4,7 @@ makes one call as the plan says (seed, call site, backward, gradients).
 They are real functions, emitted with `inspect.getsource` (`prelude_source`, Note [The emitted
 source is the imported source] in pyfy_fuzz/schema/sourcepin.py), written as the program
 shows them. Besides torch they name what the program defines around them: DEVICE, PLAN,
-CALL_CONTEXT and NO_RETAIN (`_render.render`), the subclasses, the saved-tensor hooks
+CALL_CONTEXT, GRAPH_HOOKS and NO_RETAIN (`_render.render`), the subclasses, the saved-tensor hooks
 (`_saved_hooks`), the hooks (`_hooks`) and the relationship functions (`_relations`). This
 module never calls them (nor imports torch).
 """
@@ -37,6 +37,7 @@ __all__ = [
     "mark_inputs",
     "no_retain",
     "prelude_source",
+    "saved_hooks",
     "through",
 ]
 
@@ -64,6 +65,7 @@ def no_retain(spec: ProgramSpec) -> tuple[int, ...]:
 DEVICE = "cpu"  # the device every tensor lives on
 PLAN: dict[str, Any] = {}  # the spec's CallPlan, as a dict
 CALL_CONTEXT: str | None = None  # the configuration's call-site context
+GRAPH_HOOKS: Any = None  # the configuration's GraphModule saved-tensor hooks, or None
 NO_RETAIN: tuple[int, ...] = ()  # Note [Arguments whose grad is not retained]
 MirrorTensor: Any = None  # the one-tensor wrapper subclass (`_render.MIRROR`)
 
@@ -176,10 +178,8 @@ def drive(call, args, seed=0, module=None, variant=None):
     mark_inputs(args)
     if PLAN["grad_fn_hooks"]:
         _hook_grad_fns(args)
-    if PLAN["saved_tensor_hooks"]:
-        with torch.autograd.graph.saved_tensors_hooks(_pack, _unpack):
-            return _drive(call, args, seed, leaves, variant)
-    return _drive(call, args, seed, leaves, variant)
+    with saved_hooks():
+        return _drive(call, args, seed, leaves, variant)
 
 
 def mark_inputs(args):
@@ -201,9 +201,20 @@ def compile_site():
     stack = contextlib.ExitStack()
     if PLAN.get("through") == "checkpoint_reentrant":  # its forward is a Function's: no_grad
         stack.enter_context(torch.no_grad())
+    stack.enter_context(saved_hooks())
+    stack.enter_context(call_site())
+    return stack
+
+
+def saved_hooks():
+    """The saved-tensor hooks around a call and its backward: the plan's logging ones, and
+    inside them, on top, the configuration's GraphModule pair (GRAPH_HOOKS; Note [Saved-tensor
+    hooks as graphs])."""
+    stack = contextlib.ExitStack()
     if PLAN["saved_tensor_hooks"]:
         stack.enter_context(torch.autograd.graph.saved_tensors_hooks(_pack, _unpack))
-    stack.enter_context(call_site())
+    if GRAPH_HOOKS is not None:
+        stack.enter_context(torch.autograd.graph.saved_tensors_hooks(*GRAPH_HOOKS))
     return stack
 
 
@@ -280,6 +291,7 @@ PRELUDE_FUNCTIONS = (
     drive,
     mark_inputs,
     compile_site,
+    saved_hooks,
     call_site,
     _drive,
     through,

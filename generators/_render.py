@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict
 
-from pyfy_fuzz.schema.config import call_context
+from pyfy_fuzz.schema.config import call_context, graph_hooks_form
 
 from ._effect_op import effect_op_source
 from ._hooks import hooks_source
@@ -25,7 +25,7 @@ from ._relations import relations_source
 from ._render_body import out_expr, stmt_lines
 from ._render_function import function_source
 from ._render_inputs import make_inputs_source
-from ._saved_hooks import saved_hooks_source
+from ._saved_hooks import graph_hooks_source, saved_hooks_source
 from ._spec import ModuleSpec, ProgramSpec
 
 __all__ = ["HOOKS", "MIRROR", "module_init", "render", "uses_effect_op"]
@@ -146,6 +146,7 @@ def render(spec: ProgramSpec, device: str = "cpu") -> str:
     parts += ["", _fn_source(spec), "", "", make_inputs_source(spec), ""]
     parts.append(f"PLAN = {asdict(spec.plan)!r}")
     parts.append(f"CALL_CONTEXT = {call_context(spec.plan.config)!r}")
+    parts.append(graph_hooks_source(graph_hooks_form(spec.plan.config)))
     parts.append(f"NO_RETAIN = {no_retain(spec)!r}  # Note [Arguments whose grad is not retained]")
     parts.append(f"SPEC = {spec.to_json()!r}")
     parts.append(_MAIN)

@@ -227,13 +227,19 @@ def _writing_function(b: Builder, k: object) -> bool:
 def _config(b: Builder) -> tuple[str, ...]:
     """A configuration from the catalogue (Note [Drawn configurations] in
     pyfy_fuzz/schema/config.py): torch's defaults for three programs in four, else one knob,
-    sometimes with a second compile knob. Shrinks to the defaults."""
+    sometimes with a second compile knob (half the time one only drawn `beside` the first's
+    kind, where it has one). Shrinks to the defaults."""
     if not b.chance(4):
         return ()
-    names = sorted(n for n, k in CATALOGUE.items() if b.profile.frontend in k.frontends)
+    names = sorted(
+        n for n, k in CATALOGUE.items() if b.profile.frontend in k.frontends and k.beside is None
+    )
     first = b.draw(st.sampled_from(names))
     config: tuple[str, ...] = (first,)
-    if b.chance(4):
+    beside = sorted(n for n, k in CATALOGUE.items() if k.beside == CATALOGUE[first].kind)
+    if beside and b.chance(2):  # what the first knob's hooks pack
+        config += (b.draw(st.sampled_from(beside)),)
+    elif b.chance(4):
         more = [n for n in names if n != first and CATALOGUE[n].kind == "compile"]
         config += (b.draw(st.sampled_from(more)),)
     for name in config:

@@ -16,7 +16,7 @@ from ._render import HOOKS, MIRROR, module_init, render, uses_effect_op
 from ._render_body import DTYPE_BY_NAME, ints_literal, out_expr, stmt_lines, view_expr
 from ._render_function import function_source
 from ._render_inputs import aliasing_variant
-from ._saved_hooks import saved_hooks_source
+from ._saved_hooks import graph_hooks_source, saved_hooks_source
 from ._variants import effective_variant, variant_changes
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "aliasing_variant",
     "effective_variant",
     "function_source",
+    "graph_hooks_source",
     "ints_literal",
     "module_init",
     "no_retain",

@@ -109,10 +109,8 @@ def drive(call, args, seed=0, module=None, variant=None):
     mark_inputs(args)
     if PLAN["grad_fn_hooks"]:
         _hook_grad_fns(args)
-    if PLAN["saved_tensor_hooks"]:
-        with torch.autograd.graph.saved_tensors_hooks(_pack, _unpack):
-            return _drive(call, args, seed, leaves, variant)
-    return _drive(call, args, seed, leaves, variant)
+    with saved_hooks():
+        return _drive(call, args, seed, leaves, variant)
 
 
 def mark_inputs(args):
@@ -134,9 +132,20 @@ def compile_site():
     stack = contextlib.ExitStack()
     if PLAN.get("through") == "checkpoint_reentrant":  # its forward is a Function's: no_grad
         stack.enter_context(torch.no_grad())
+    stack.enter_context(saved_hooks())
+    stack.enter_context(call_site())
+    return stack
+
+
+def saved_hooks():
+    """The saved-tensor hooks around a call and its backward: the plan's logging ones, and
+    inside them, on top, the configuration's GraphModule pair (GRAPH_HOOKS; Note [Saved-tensor
+    hooks as graphs])."""
+    stack = contextlib.ExitStack()
     if PLAN["saved_tensor_hooks"]:
         stack.enter_context(torch.autograd.graph.saved_tensors_hooks(_pack, _unpack))
-    stack.enter_context(call_site())
+    if GRAPH_HOOKS is not None:
+        stack.enter_context(torch.autograd.graph.saved_tensors_hooks(*GRAPH_HOOKS))
     return stack
 
 
@@ -386,6 +395,22 @@ def saved_hooks_summary():
     return len(packed), len(packed - unpacked), len(unpacked - packed)
 
 
+def _pack_clone(t):
+    return t.clone()
+
+
+def _unpack_clone(t):
+    return t
+
+
+def _pack_flat(t):
+    return t.reshape(-1).clone(), t.shape
+
+
+def _unpack_flat(packed):
+    return packed[0].view(packed[1])
+
+
 
 
 HOOK_LOG = []  # the hooks that ran, in order: pyfy-fuzz compares it between subjects
@@ -477,6 +502,7 @@ def make_inputs(seed=0, variant=None):
 
 PLAN = {'calls': 1, 'variant': None, 'backward': False, 'tangents': 'ones', 'second_backward': None, 'dynamic': False, 'frontend': 'dynamo', 'mode': None, 'saved_tensor_hooks': False, 'grad_fn_hooks': False, 'config': (), 'backend': None, 'sequence': (), 'through': None}
 CALL_CONTEXT = None
+GRAPH_HOOKS = None
 NO_RETAIN = ()  # Note [Arguments whose grad is not retained]
 SPEC = '{"body": [{"args": ["a0", "unsqueeze", 0], "ctx": "no_grad", "op": "view", "outs": ["v0"]}], "family": "output_aliasing", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "v0", "value": 0}], "plan": {"backend": null, "backward": false, "calls": 1, "config": [], "dynamic": false, "frontend": "dynamo", "grad_fn_hooks": false, "mode": null, "saved_tensor_hooks": false, "second_backward": null, "sequence": [], "tangents": "ones", "through": null, "variant": null}, "roots": [{"dtype": "float32", "grad": "leaf", "layout": "contiguous", "shape": [], "subclass": null}], "version": 1}'
 

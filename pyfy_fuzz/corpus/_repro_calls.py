@@ -13,7 +13,7 @@ import re
 from generators.source import variant_context
 from pyfy_fuzz.corpus._repro_check import first_difference, leaf, retains_grads
 from pyfy_fuzz.corpus._repro_head import ScriptHead
-from pyfy_fuzz.schema.config import call_context
+from pyfy_fuzz.schema.config import call_context, graph_hooks_form
 from pyfy_fuzz.schema.spec import draws_random, variant_tokens
 
 __all__ = ["ScriptCalls"]
@@ -217,6 +217,9 @@ class ScriptCalls(ScriptHead):
         if self._uses("set_grad_enabled"):
             inner.append("torch.set_grad_enabled(True)  # pyfy-fuzz's drive restores it")
         inner += self._backward(backward, seed, reads)
+        if graph_hooks_form(spec.plan.config) is not None and drive:  # on top of the plan's
+            hooks = "with torch.autograd.graph.saved_tensors_hooks(*GRAPH_HOOKS):"
+            inner = [hooks, *(f"    {x}" for x in inner)]
         if spec.plan.saved_tensor_hooks and drive:  # around the call and its backward
             pack = "lambda t: t.clone(), lambda t: t"  # generators' _pack, _unpack, unlogged
             pack = "_pack, _unpack" if self._logs_saved_hooks() else pack

@@ -22,6 +22,7 @@ from generators.source import (
     HOOKS,
     MIRROR,
     function_source,
+    graph_hooks_source,
     module_init,
     out_expr,
     render,
@@ -32,7 +33,7 @@ from generators.source import (
 from oracles.identity import title_of
 from pyfy_fuzz.corpus import _repro_helpers as H
 from pyfy_fuzz.corpus._repro_check import Check, read_check
-from pyfy_fuzz.schema.config import call_context, compile_knobs
+from pyfy_fuzz.schema.config import call_context, compile_knobs, graph_hooks_form
 from pyfy_fuzz.schema.spec import ProgramSpec, draws_random
 
 __all__ = ["REFERENCE_RAISES", "ScriptHead", "title"]
@@ -247,6 +248,9 @@ class ScriptHead:
             lines += [*H.source(H.take_hook_log, not self.compact), ""]
         if self._logs_saved_hooks():
             lines += [*saved_hooks_source().splitlines(), ""]
+        form = graph_hooks_form(spec.plan.config)
+        if form is not None and self.check.probe_seed is None:  # a probe's call has no hooks
+            lines += [*graph_hooks_source(form, define=True).splitlines(), ""]
         return lines
 
     def _reads_log(self) -> bool:

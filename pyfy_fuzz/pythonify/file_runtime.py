@@ -19,6 +19,7 @@ from .errors import PythonifyGuardError
 __all__ = [
     "ARG_NAMES",
     "bind",
+    "inlined_saved_hooks",
     "INPUT_SOURCES",
     "IS_MODULE",
     "RUNTIME",
@@ -32,6 +33,7 @@ IS_MODULE = False
 INPUT_SOURCES: list[str] = []
 _GRAD_ENABLED = True
 _INFERENCE_MODE = False
+_SAVED_HOOKS: tuple[str, str] | None = None
 _INFERENCE_GUARDS: list[tuple[int, str, bool]] = []
 _TENSOR_GUARDS: list[Any] = []
 _ARG_TENSOR_GUARDS: list[Any] = []
@@ -181,9 +183,23 @@ def _storage_keys(t):
         return set()
 
 
+def inlined_saved_hooks():
+    """The code (pack, unpack) of the saved-tensor hooks on top now where both are
+    GraphModules, which AOTAutograd inlines into the graphs it compiles (torch's
+    saved_tensors_hooks_are_inlineable), else None: the state Dynamo's
+    AUTOGRAD_SAVED_TENSORS_HOOKS guard holds (Note [Saved-tensor hooks inlined] in
+    wrappers/runtime.py). A torch without the query inlines none."""
+    top = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", None)
+    hooks = top(True) if top is not None else None
+    if not hooks or not all(isinstance(h, torch.fx.GraphModule) for h in hooks):
+        return None
+    return str(hooks[0].code), str(hooks[1].code)
+
+
 def _check_autograd_state(flat):
-    """Grad mode, inference mode and inference tensors, as at compile time (Dynamo guards
-    the first two as global state, the third through each input's dispatch keys)."""
+    """Grad mode, inference mode, inlined saved-tensor hooks and inference tensors, as at
+    compile time (Dynamo guards the first three as global state, the last through each
+    input's dispatch keys)."""
     if torch.is_grad_enabled() != _GRAD_ENABLED:
         raise PythonifyGuardError(
             f"grad mode: compiled with grad enabled={_GRAD_ENABLED}, "
@@ -193,6 +209,13 @@ def _check_autograd_state(flat):
         raise PythonifyGuardError(
             f"inference mode: compiled with it {'on' if _INFERENCE_MODE else 'off'}, "
             f"called with it {'off' if _INFERENCE_MODE else 'on'}"
+        )
+    inlined = inlined_saved_hooks()
+    if inlined != _SAVED_HOOKS:
+        said = {None: "no GraphModule hooks", _SAVED_HOOKS: "those hooks"}
+        raise PythonifyGuardError(
+            f"saved-tensor hooks: compiled with {said[_SAVED_HOOKS]} on top, "
+            f"called with {said.get(inlined, 'other GraphModule hooks')}"
         )
     for i, src, was_inference in _INFERENCE_GUARDS:  # not a tensor: the tensor guards say so
         x = flat[i]
@@ -378,6 +401,7 @@ RUNTIME = (
     "_bind_locals",
     "_over_globals",
     "_storage_keys",
+    "inlined_saved_hooks",
     "_check_autograd_state",
     "_check_scalars",
     "_as_tensor_fullprec",

@@ -169,6 +169,9 @@ _SHARED_STORAGE = {g.shared_storage!r}
 # least), as at compile time (Note [Aliased input layout]).
 _ALIAS_LAYOUT = {g.alias_layout!r}
 _GRAD_ENABLED = {g.grad_enabled!r}
+# The GraphModule saved-tensor hooks the graphs inlined, by their code (pack, unpack), or None:
+# Dynamo guards on them (AUTOGRAD_SAVED_TENSORS_HOOKS; Note [Saved-tensor hooks inlined]).
+_SAVED_HOOKS = {g.saved_hooks!r}
 # Dynamo's GLOBAL_STATE guard holds inference mode, its TENSOR_MATCH each input's dispatch
 # keys (an inference tensor has no autograd key): (index, source, was an inference tensor).
 _INFERENCE_MODE = {g.inference_mode!r}

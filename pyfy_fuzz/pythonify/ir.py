@@ -135,6 +135,9 @@ class GuardNode:
     same_object: list[list[int]] = field(default_factory=list)
     shared_storage: list[list[int]] = field(default_factory=list)
     grad_enabled: bool = True
+    # Dynamo's AUTOGRAD_SAVED_TENSORS_HOOKS guard: the GraphModule saved-tensor hooks on top
+    # at compile time, which the graphs inlined (their code: (pack, unpack)), or None
+    saved_hooks: tuple[str, str] | None = None
     # torch.is_inference_mode_enabled() at compile time: part of Dynamo's GLOBAL_STATE guard
     inference_mode: bool = False
     # The same, over the tensor leaves of the call's arguments (Dynamo dedupes f(x, x) before

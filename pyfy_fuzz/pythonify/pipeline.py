@@ -92,6 +92,7 @@ def _subclass_types(ir: PythonifyIR) -> set[str]:
 def _guards(cap: Capture) -> GuardNode:
     node = GuardNode(
         grad_enabled=cap.grad_enabled,
+        saved_hooks=cap.saved_hooks,
         inference_mode=cap.inference_mode,
         scalars=list(cap.scalar_guards),
     )

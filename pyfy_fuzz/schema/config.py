@@ -24,6 +24,11 @@ Three kinds of knob:
   the drive marks every subject's, compile_once the capture's, repro.py its own.
 - "aot": an argument of aot_function (`target` "aot.keep_inference_input_mutations"), for the
   AOT front-end: the capture, the stock AOT reference and repro.py pass it alike.
+- "hooks": saved-tensor hooks the drive installs around every subject's call and backward
+  (`target` "hooks.saved_tensors" -> the form): fx GraphModules, which torch.compile inlines
+  into its graphs (Note [Saved-tensor hooks as graphs] in generators/_saved_hooks.py).
+A knob with `beside` set changes nothing alone: it is drawn only as the second knob of a
+configuration whose first is of that kind (how the inlined hooks choose what to pack).
 
 Everything here is data, readable without torch: generators draw from it, the runner applies
 it (subjects/stock.py), repro.py writes it into the script, `--config` is checked against it.
@@ -43,10 +48,11 @@ __all__ = [
     "capture_options",
     "check_config",
     "compile_knobs",
+    "graph_hooks_form",
     "stock_compile",
 ]
 
-KnobKind = Literal["compile", "call", "capture", "aot", "inputs"]
+KnobKind = Literal["compile", "call", "capture", "aot", "inputs", "hooks"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,7 @@ class ConfigKnob:
     backends: tuple[str, ...] = ("aot_eager", "inductor")  # where it means anything
     frontends: tuple[str, ...] = ("dynamo", "aot")
     devices: tuple[str, ...] = ("cpu", "cuda")  # cuda only: torch ignores it on CPU
+    beside: KnobKind | None = None  # drawn only after a first knob of this kind
 
     def __post_init__(self) -> None:
         if not self.settings:
@@ -75,7 +82,7 @@ class ConfigKnob:
             raise ValueError(f"call knob {self.name!r} names one call.<context>")
         if self.kind == "compile" and (_is_call(self.settings) or _is_capture(self.settings)):
             raise ValueError(f"compile knob {self.name!r} names a call context or a capture")
-        for kind in ("capture", "aot", "inputs"):
+        for kind in ("capture", "aot", "inputs", "hooks"):
             if self.kind == kind and not all(t.startswith(kind + ".") for t, _ in self.settings):
                 raise ValueError(f"{kind} knob {self.name!r} names {kind}.<option> only")
 
@@ -85,7 +92,9 @@ def _is_call(settings: tuple[tuple[str, object], ...]) -> bool:
 
 
 def _is_capture(settings: tuple[tuple[str, object], ...]) -> bool:
-    return any(target.startswith(("capture.", "aot.", "inputs.")) for target, _ in settings)
+    return any(
+        target.startswith(("capture.", "aot.", "inputs.", "hooks.")) for target, _ in settings
+    )
 
 
 _F = "torch._functorch.config."
@@ -226,6 +235,68 @@ _KNOBS = (
         "instead of breaking there (Note [Reading a tensor's metadata] in generators)",
         frontends=("dynamo",),
     ),
+    # How Dynamo generalises on a recompile, and what it traces with unbacked sizes (issue 36:
+    # builder._automatic_dynamic and the shape guards were mostly unreached).
+    ConfigKnob(
+        "unbacked_recompile",
+        "compile",
+        (("torch._dynamo.config.automatic_dynamic_shapes_mark_as", "unbacked"),),
+        "graph/dynamic: a recompile after a size changed marks that dim unbacked, not dynamic "
+        "(no guard on it; AOTAutograd and the runtime wrappers see unbacked symbols)",
+        frontends=("dynamo",),
+    ),
+    ConfigKnob(
+        "exclusion_guard",
+        "compile",
+        (("torch._dynamo.config.automatic_dynamic_exclusion_guard", True),),
+        "guards: a recompile made dynamic by a size change excludes the sizes the static graph "
+        "took, so those calls keep the static graph",
+        frontends=("dynamo",),
+    ),
+    ConfigKnob(
+        "dynamic_output_shapes",
+        "compile",
+        (
+            ("torch._dynamo.config.capture_dynamic_output_shape_ops", True),
+            ("torch._dynamo.config.capture_scalar_outputs", True),
+        ),
+        "graph/unbacked: ops whose output size depends on data (nonzero, masked_select, "
+        "unique) and item() are traced with unbacked sizes instead of breaking the graph",
+        frontends=("dynamo",),
+    ),
+    ConfigKnob(
+        "graph_saved_hooks",
+        "hooks",
+        (("hooks.saved_tensors", "clone"),),
+        "runtime/saved_hooks_inlined: saved-tensor hooks that are GraphModules (a copy packed) "
+        "are inlined into the forward's end and the backward's start, and the runtime wrapper "
+        "disables the ambient hooks around the compiled call",
+    ),
+    ConfigKnob(
+        "graph_saved_hooks_flat",
+        "hooks",
+        (("hooks.saved_tensors", "flat"),),
+        "runtime/saved_hooks_inlined: inlined GraphModule hooks whose pack returns a flat copy "
+        "and the shape (constants inlined, SymInts saved beside the tensors)",
+    ),
+    # What the inlined hooks pack (functorch.config.saved_tensors_hooks_filtering_mode; the
+    # default, "donated", packs only intermediates the backward may free).
+    ConfigKnob(
+        "saved_hooks_all",
+        "compile",
+        ((_F + "saved_tensors_hooks_filtering_mode", "all"),),
+        "graph_compile: inlined saved-tensor hooks pack every saved tensor, the forward's "
+        "inputs and outputs included",
+        beside="hooks",
+    ),
+    ConfigKnob(
+        "saved_hooks_no_static",
+        "compile",
+        ((_F + "saved_tensors_hooks_filtering_mode", "no_static"),),
+        "graph_compile: inlined saved-tensor hooks pack every saved tensor but static inputs "
+        "(parameters and buffers)",
+        beside="hooks",
+    ),
     ConfigKnob(
         "no_grad",
         "call",
@@ -254,8 +325,8 @@ _CALL_CONTEXTS = frozenset(k.name for k in _KNOBS if k.kind == "call")
 
 
 def check_config(names: tuple[str, ...]) -> None:
-    """Raise ValueError, in one line, for a name the catalogue lacks, a repeat, or two
-    call-site contexts."""
+    """Raise ValueError, in one line, for a name the catalogue lacks, a repeat, two call-site
+    contexts or two hooks knobs."""
     for name in names:
         if name not in CATALOGUE:
             raise ValueError(
@@ -266,6 +337,9 @@ def check_config(names: tuple[str, ...]) -> None:
     calls = [n for n in names if n in _CALL_CONTEXTS]
     if len(calls) > 1:
         raise ValueError(f"at most one call-site knob, got {calls}")
+    hooks = [n for n in names if CATALOGUE[n].kind == "hooks"]
+    if len(hooks) > 1:
+        raise ValueError(f"at most one saved-tensor hooks knob, got {hooks}")
 
 
 def call_context(config: tuple[str, ...]) -> str | None:
@@ -274,6 +348,14 @@ def call_context(config: tuple[str, ...]) -> str | None:
         knob = CATALOGUE[name]
         if knob.kind == "call":
             return knob.settings[0][0].removeprefix("call.")
+    return None
+
+
+def graph_hooks_form(config: tuple[str, ...]) -> str | None:
+    """The saved-tensor hooks form a configuration's hooks knob names ("clone"), if any."""
+    for name in config:
+        if CATALOGUE[name].kind == "hooks":
+            return str(CATALOGUE[name].settings[0][1])
     return None
 
 

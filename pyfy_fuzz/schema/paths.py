@@ -101,6 +101,7 @@ ALL_PATHS: tuple[str, ...] = (
     "runtime/input_mutation/out_of_graph",
     "runtime/input_mutation/storage",
     "runtime/intermediate_bases",
+    "runtime/saved_hooks_inlined",
     *(f"runtime/output/{kind}" for kind in OUTPUT_ALIAS_KINDS),
     "subclass/backward",
     "subclass/dynamic",

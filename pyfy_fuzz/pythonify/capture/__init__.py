@@ -26,6 +26,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from ..errors import PythonifyUnsupported
+from ..file_runtime import inlined_saved_hooks
 from ..inputs import clone_preserving_aliasing
 from .aot import capture_aot
 from .dynamo import bind_names, bound_locals, capture_dynamo
@@ -83,6 +84,7 @@ def capture(
     arg_leaves = _arg_leaves(arg_names, copies)
     grad_enabled = torch.is_grad_enabled()
     inference_mode = torch.is_inference_mode_enabled()
+    saved_hooks = inlined_saved_hooks()
     hooks_before = hook_snapshot(fn)
     rec = Recorder()
     rec.fakify_first_call = fakify_first_call
@@ -117,6 +119,7 @@ def capture(
         render=rec.render,
         grad_enabled=grad_enabled,
         inference_mode=inference_mode,
+        saved_hooks=saved_hooks,
         arg_leaves=arg_leaves,
         static_input_indices=rec.static_input_indices,
         symbol_ranges=rec.symbol_ranges,

@@ -135,6 +135,8 @@ class Capture:
     graphs: dict[str, CompiledGraph] = field(default_factory=dict)
     render: RenderContext = field(default_factory=RenderContext)
     grad_enabled: bool = True
+    # the code of the GraphModule saved-tensor hooks the compile inlined (pack, unpack), or None
+    saved_hooks: tuple[str, str] | None = None
     inference_mode: bool = False  # torch.is_inference_mode_enabled() at the compile
     # Tensor leaves of the call's arguments (source, snapshot): Dynamo guards on how they alias
     # even when it dedupes them before AOTAutograd sees them.

@@ -21,6 +21,21 @@ epilogue copies it into the caller's tensor, through `.detach()` for a leaf that
 (eager would have raised on the in-place op otherwise; the graph already recorded it). A
 metadata mutation is applied with as_strided_, a storage mutation (set_) with set_ under
 no_grad, as torch's _apply_mutations does.
+
+Note [Saved-tensor hooks inlined]
+---------------------------------
+Saved-tensor hooks that are both fx GraphModules (`torch.autograd.graph.saved_tensors_hooks(
+pack_gm, unpack_gm)`, as activation quantization and offloading install them) are not called
+by a compiled region: AOTAutograd traces them into the forward graph's end and the backward
+graph's start (graph_compile.maybe_inline_graph_saved_tensors_hooks), for the saved tensors
+functorch.config.saved_tensors_hooks_filtering_mode selects. The runtime wrapper of such a
+training graph then runs with the ambient hooks disabled (`_disable_saved_tensors_hooks`,
+fail_if_non_empty=False), so autograd.Function's save_for_backward does not pack again what
+the graph packed; Dynamo guards on which hooks were on top (AUTOGRAD_SAVED_TENSORS_HOOKS).
+The file does both: `_SavedHooksDisabled` around this wrapper where the capture saw the
+graphs inline them (`disable_saved_hooks`), and a guard on the hooks' code
+(file_runtime.inlined_saved_hooks; the file cannot know their identity, so equal code passes
+where Dynamo would recompile to the same graphs).
 """
 
 from __future__ import annotations
@@ -31,6 +46,7 @@ from typing import Any, ClassVar
 import torch
 
 from .. import records as R
+from ..file_runtime import inlined_saved_hooks
 from ..meta import (
     NON_ALIAS_OUTPUTS,
     EmitContext,
@@ -76,6 +92,9 @@ class RuntimeWrapperNode(IRNode):
     num_outputs: int = 0  # user outputs
     num_intermediate_bases: int = 0  # trailing outputs: bases of aliased intermediates
     grad_enabled_mutation: bool | None = None  # grad mode the function set inside itself
+    # training graphs that inlined GraphModule saved-tensor hooks: the ambient hooks are off
+    # around the call (Note [Saved-tensor hooks inlined])
+    disable_saved_hooks: bool = False
 
     def __post_init__(self) -> None:
         if len(self.output_info) != self.num_outputs:
@@ -106,6 +125,7 @@ def record(w: Any, aot_config: Any, meta: Any) -> RuntimeWrapperNode:
         num_outputs=int(meta.num_outputs),
         num_intermediate_bases=int(meta.num_intermediate_bases),
         grad_enabled_mutation=meta.grad_enabled_mutation,
+        disable_saved_hooks=bool(w.trace_joint) and inlined_saved_hooks() is not None,
     )
 
 
@@ -174,7 +194,25 @@ def _gen_alias_from_base(base, target, target_requires_grad, replay=None):
     return out
 
 
-RUNTIME = ("_TensorAlias", "_unwrap_alias", "_gen_alias_from_base")
+class _SavedHooksDisabled:
+    """The ambient saved-tensor hooks off for the compiled call, as torch's
+    _disable_saved_tensors_hooks (Note [Saved-tensor hooks inlined]); a hook pushed inside
+    raises with the message."""
+
+    def __enter__(self):
+        self.prev = torch._C._autograd._saved_tensors_hooks_get_disabled_error_message()
+        message = "saved-tensor hooks inlined into this file's graphs: none may be pushed here"
+        torch._C._autograd._saved_tensors_hooks_disable(message, False)
+
+    def __exit__(self, *exc):
+        if self.prev is None:
+            torch._C._autograd._saved_tensors_hooks_enable()
+        else:
+            torch._C._autograd._saved_tensors_hooks_disable(self.prev, False)
+        return False
+
+
+RUNTIME = ("_TensorAlias", "_unwrap_alias", "_gen_alias_from_base", "_SavedHooksDisabled")
 
 
 # --------------------------------------------------------------------------- emit
@@ -326,6 +364,8 @@ def emit(node: RuntimeWrapperNode, ctx: EmitContext) -> str:
             f"torch._C._set_grad_enabled({node.grad_enabled_mutation!r})  # grad mode set inside fn"
         )
     L.append("return ret_outs")
+    if node.disable_saved_hooks:
+        L = ["with _SavedHooksDisabled():  # the graphs pack what they save", indent("\n".join(L))]
     kinds = [o.output_type for o in node.output_info]
     src = f'''def _runtime_wrapper(args):
     """RuntimeWrapper (trace_joint={node.trace_joint}): run the compiled fn with grad mode {"on" if node.trace_joint else "off"},
@@ -355,6 +395,8 @@ def paths(node: RuntimeWrapperNode, facts: PathFacts) -> list[str]:
         out.append("runtime/grad_mode_mutation")
     if node.disable_amp:
         out.append("runtime/disable_amp")
+    if node.disable_saved_hooks:
+        out.append("runtime/saved_hooks_inlined")
     for o in node.output_info:
         if o.output_type != "non_alias":
             out.append(f"runtime/output/{o.output_type}")
