@@ -36,7 +36,7 @@ from ._stmts import (
     stmt_view,
     tensors,
 )
-from ._stmts_extra import stmt_effect, stmt_function, stmt_hook, stmt_rng
+from ._stmts_extra import TOKEN_EFFECTS, stmt_effect, stmt_function, stmt_hook, stmt_rng
 
 __all__ = ["DECLARATIONS", "FAMILIES", "FAMILY_TARGETS", "PROFILES", "reached"]
 
@@ -373,7 +373,7 @@ def _with_result(b: Builder) -> None:
 )
 def _effects(b: Builder) -> None:
     _plain_inputs(b)
-    stmt_effect(b)
+    stmt_effect(b, TOKEN_EFFECTS)  # the aim; the random tail draws the graph-breaking ones too
     _with_result(b)
     event("aim: tokens/forward")
 

@@ -68,6 +68,7 @@ _BASE_WEIGHTS = {
     "autograd_grad": 1,  # Note [torch.autograd.grad inside the function]
     "scalar": 6,  # Note [Scalar arguments]: only where the program has a number argument
     "probe": 6,  # Note [Reading a tensor's metadata]
+    "func": 3,  # Note [torch.func transforms inside the function]
     # torch's own vocabulary (_stmts_aten.py); last, so a shrunk draw still lands on "unary".
     "aten": 16,
 }

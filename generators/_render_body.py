@@ -12,6 +12,8 @@ from ._spec import OutSpec, Stmt
 
 __all__ = [
     "DTYPE_BY_NAME",
+    "FUNC_BODIES",
+    "FUNC_FORMS",
     "aten_line",
     "PROBE_INTS",
     "PROBE_PREDICATES",
@@ -104,6 +106,19 @@ PROBE_PREDICATES = {
     "numel_gt": "{0}.numel() > 4",
     "layout": "{0}.layout == torch.strided",
 }
+# stmt_func (Note [torch.func transforms inside the function] in _stmts_func.py): a transform
+# of {0}, whose body is {1} (an expression of r, the transform's own argument). The order is
+# the draw's: index 0 is where shrinking lands.
+FUNC_FORMS = {
+    "vmap": "torch.func.vmap(lambda r: {1})({0})",
+    "vmap_dim1": "torch.func.vmap(lambda r: {1}, in_dims=1, out_dims=1)({0})",
+    "vmap_inplace": "torch.func.vmap(lambda r: r.clone().mul_(2))({0})",
+    "grad": "torch.func.grad(lambda r: ({1} * r).sum())({0})",
+    "grad_closure": "torch.func.grad(lambda r: ({1} * {0}).sum())({0})",
+    "vmap_grad": "torch.func.vmap(torch.func.grad(lambda r: ({1} * r).sum()))({0})",
+    "jvp": "torch.func.jvp(lambda r: {1}, ({0},), (torch.ones_like({0}),))[1]",
+}
+FUNC_BODIES = {"mul2": "r * 2", "sin": "r.sin()", "exp": "r.exp()", "tanh": "r.tanh()"}
 # In-place data and metadata ops, rendered as `a0.op(*rest)`.
 _METHODS = {
     "add_",
@@ -257,6 +272,9 @@ def stmt_lines(stmt: Stmt) -> list[str]:
         )
     elif op == "probe":
         line = f"{lhs} = {probe_expr(a[0], stmt.args[1])}"
+    elif op == "func":
+        form, body = (str(x) for x in stmt.args[1])  # type: ignore[union-attr]
+        line = f"{lhs} = {FUNC_FORMS[form].format(a[0], FUNC_BODIES[body])}"
     elif op == "setitem":
         line = f"{a[0]}[{a[1]}] = {a[2]}"
     elif op in _METHODS:

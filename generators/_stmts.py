@@ -464,11 +464,15 @@ def stmt_metadata(b: Builder, target: Val | None = None, breaks: bool = False) -
     return True
 
 
-def _reads_on_dynamo_only(body: list[Stmt]) -> bool:
-    """Whether the body branches on a tensor's metadata or reads its data with item(): only
-    Dynamo guards the one and runs the other (Note [Reading a tensor's metadata] in
-    _stmts_probe.py), so such a body stays there."""
-    return any(s.op == "probe" and (s.args[1][0] == "if" or s.args[1][1] == "item") for s in body)
+def _dynamo_only(body: list[Stmt]) -> bool:
+    """Whether the body branches on a tensor's metadata or reads its data with item() (only
+    Dynamo guards the one and runs the other: Note [Reading a tensor's metadata] in
+    _stmts_probe.py), or calls a torch.func transform (Note [torch.func transforms inside the
+    function] in _stmts_func.py): such a body stays on Dynamo."""
+    return any(
+        s.op == "func" or s.op == "probe" and (s.args[1][0] == "if" or s.args[1][1] == "item")
+        for s in body
+    )
 
 
 def takes_grad(body: list[Stmt]) -> bool:
@@ -481,7 +485,7 @@ def _front_end(b: Builder, op: str, breaks: bool) -> None:
     """Dynamo breaks the graph at an input's metadata mutation; AOT traces it
     (stmt_metadata). A body that takes a gradient stays on Dynamo (Note [torch.autograd.grad
     inside the function] in _stmts_extra.py)."""
-    if breaks or takes_grad(b.body) or _reads_on_dynamo_only(b.body):
+    if breaks or takes_grad(b.body) or _dynamo_only(b.body):
         event(f"graph break: {op} of an input")
         return
     b.profile = replace(b.profile, frontend="aot")

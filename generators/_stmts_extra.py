@@ -15,6 +15,8 @@ from ._spec import FunctionSpec, Stmt
 from ._stmts import bind, fresh, mutable, tensors
 
 __all__ = [
+    "BREAKING_EFFECTS",
+    "TOKEN_EFFECTS",
     "stmt_autograd_grad",
     "stmt_batchnorm",
     "stmt_effect",
@@ -24,11 +26,16 @@ __all__ = [
 ]
 
 
-def stmt_effect(b: Builder) -> bool:
-    """A side effect: aten._print, the print HOP, an ordered effectful custom op, or a graph
-    break, explicit or Python's print (Dynamo runs it in Python between two graphs; Note
-    [Regions] in pythonify)."""
-    kind = b.pick(("aten_print", "print_hop", "effect_op", "graph_break", "print"))
+# The effects that thread effect tokens through the graph (EffectTokensWrapper), and those
+# that break it (Dynamo runs them in Python between two graphs; Note [Regions] in pythonify).
+TOKEN_EFFECTS = ("aten_print", "print_hop", "effect_op")
+BREAKING_EFFECTS = ("graph_break", "print")
+
+
+def stmt_effect(b: Builder, kinds: tuple[str, ...] = TOKEN_EFFECTS + BREAKING_EFFECTS) -> bool:
+    """A side effect of `kinds`: aten._print, the print HOP, an ordered effectful custom op,
+    or a graph break, explicit or Python's print."""
+    kind = b.pick(kinds)
     cands = tensors(b, lambda v: not v.subclass)
     if kind in ("print_hop", "effect_op") and not cands:
         kind = "aten_print"

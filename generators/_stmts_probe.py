@@ -83,7 +83,11 @@ def _asks(v: Val, form: str) -> bool:
 
 def _setitem(b: Builder) -> bool:
     """`v[i] = n`: a write of one row by a number (a constant, or a number argument v may
-    meet), where eager lets v be written."""
+    meet), where eager lets v be written; never under inference_mode, where compiling the
+    write through the view `v[i]` breaks the process (pytorch#180823: Note [The context axis]
+    in _strategy.py)."""
+    if b.inference_on:
+        return False
     cands = tensors(
         b,
         lambda v: (

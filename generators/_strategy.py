@@ -45,6 +45,7 @@ from ._stmts_extra import (
     stmt_hook,
     stmt_rng,
 )
+from ._stmts_func import differentiates, stmt_func
 from ._stmts_probe import stmt_probe
 from ._stmts_scalar import stmt_scalar
 from ._variants import variant_changes
@@ -78,6 +79,7 @@ GROUPS = {
     "aten": stmt_aten,
     "scalar": stmt_scalar,
     "probe": stmt_probe,
+    "func": stmt_func,
 }
 
 
@@ -119,7 +121,8 @@ def random_stmt(b: Builder) -> None:
 # runs next (pytorch#180823; PB1 and N36c.3 in reports/triage-2026-12-07-issue36.md). A campaign
 # recycles such a worker, but each one costs it a process, and tests that compile in-process
 # fail from then on; the bug is known, so the axis leaves view-making groups out of that
-# context (and stmt_aten its view classes).
+# context (and stmt_aten its view classes, and stmt_probe its `x[i] = n`, which writes
+# through the view `x[i]`: the tests met it in a test_aim program).
 _AXIS_CONTEXTS = ("no_grad", "enable_grad", "inference_mode")
 _UNWRAPPED = frozenset({"grad_mode", "effect"})
 _NO_VIEWS_IN_INFERENCE = frozenset(
@@ -323,6 +326,8 @@ def _plan(b: Builder, variant: str | None, config: tuple[str, ...] = ()) -> Call
     through = THROUGH[hooks - 8] if hooks >= 8 and p.frontend == "dynamo" else None
     if through is not None and _writes_an_argument(b):
         through = None  # Note [The front-end axis]: a checkpoint's arguments stay unwritten
+    if through == "checkpoint" and differentiates(b.body):
+        through = None  # its saved-tensor hooks: Note [torch.func transforms inside the function]
     if through == "checkpoint_reentrant" and (
         not any(_requires_grad(b, o) for o in b.outputs) or takes_grad(b.body)
     ):  # its backward refuses a recompute with nothing to differentiate, and its forward
@@ -338,7 +343,7 @@ def _plan(b: Builder, variant: str | None, config: tuple[str, ...] = ()) -> Call
         dynamic=dynamic,
         frontend=p.frontend,
         mode=p.mode,
-        saved_tensor_hooks=hooks == 7,
+        saved_tensor_hooks=hooks == 7 and not differentiates(b.body),
         grad_fn_hooks=hooks == 6,
         config=config,
         through=through,
@@ -393,6 +398,8 @@ def build(draw: Callable[..., object], family: str, max_ops: int, max_inputs: in
     # A statement may have moved the program to the AOT front-end after the knobs were drawn
     # (stmt_metadata): a knob that front-end does not take goes (ddp_fakify needs Dynamo).
     config = tuple(n for n in config if b.profile.frontend in CATALOGUE[n].frontends)
+    if differentiates(b.body):  # no saved-tensor hooks around a torch.func gradient
+        config = tuple(n for n in config if "hooks" not in (CATALOGUE[n].kind, CATALOGUE[n].beside))
     if takes_grad(b.body):  # a call site without grad would make every call refuse it
         config = tuple(n for n in config if n not in ("no_grad", "inference_mode"))
         traced = "trace_autograd_ops"  # half of them with Dynamo tracing the grad

@@ -25,7 +25,7 @@ PURE_OPS = frozenset(
     {
         *("sin", "cos", "tanh", "sigmoid", "relu", "neg", "abs", "mul2", "add1"),
         *("logical_not", "detach", "gram", "add", "sub", "mul", "maximum", "and", "or"),
-        *("sum", "to", "view", "probe"),
+        *("sum", "to", "view", "probe", "func"),
     }
 )
 

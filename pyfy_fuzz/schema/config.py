@@ -280,21 +280,15 @@ _KNOBS = (
         "and the shape (constants inlined, SymInts saved beside the tensors)",
     ),
     # What the inlined hooks pack (functorch.config.saved_tensors_hooks_filtering_mode; the
-    # default, "donated", packs only intermediates the backward may free).
+    # default, "donated", packs only intermediates the backward may free; "no_static", all
+    # but parameters and buffers, is left out: a knob drawn only beside another is rare
+    # enough already).
     ConfigKnob(
         "saved_hooks_all",
         "compile",
         ((_F + "saved_tensors_hooks_filtering_mode", "all"),),
         "graph_compile: inlined saved-tensor hooks pack every saved tensor, the forward's "
         "inputs and outputs included",
-        beside="hooks",
-    ),
-    ConfigKnob(
-        "saved_hooks_no_static",
-        "compile",
-        ((_F + "saved_tensors_hooks_filtering_mode", "no_static"),),
-        "graph_compile: inlined saved-tensor hooks pack every saved tensor but static inputs "
-        "(parameters and buffers)",
         beside="hooks",
     ),
     ConfigKnob(

@@ -66,7 +66,9 @@ def _through(spec: ProgramSpec, through: str | None) -> ProgramSpec:
 
 
 def test_both_checkpoints_are_drawn_only_with_a_backward_through_dynamo() -> None:
-    specs = draw(programs(), 600, seed=0)
+    # Three seeds: one seed's 600 programs drew the reentrant form 31, 1 and 16 times (seeds
+    # 0-2 once the torch.func group came in; 2 at seed 0 with the hooks knobs before it).
+    specs = [s for seed in (0, 1, 2) for s in draw(programs(), 600, seed=seed)]
     seen = Counter(s.plan.through for s in specs)
     for through in THROUGH:
         assert seen[through] >= 5, seen
@@ -179,10 +181,11 @@ GRAD_INSIDE = ProgramSpec(
 
 def test_a_grad_inside_the_function_is_drawn_where_every_call_can_take_it() -> None:
     # Three seeds: how many of 1000 programs draw the group moves with the draws (2, 12 and 15
-    # of seeds 0-2 once Hypothesis's local constants were pinned; 10 or more at seed 0 before).
+    # of seeds 0-2 once Hypothesis's local constants were pinned; 10 or more at seed 0 before;
+    # 7 in all once the torch.func group took its share of the statements).
     drawn = [s for seed in (0, 1, 2) for s in draw(programs(), 1000, seed=seed)]
     specs = [s for s in drawn if _takes_grad(s)]
-    assert len(specs) >= 10, len(specs)
+    assert len(specs) >= 5, len(specs)
     traced = sum("trace_autograd_ops" in s.plan.config for s in specs)
     assert 0 < traced < len(specs)  # Dynamo breaking the graph there, and tracing it
     for s in specs:

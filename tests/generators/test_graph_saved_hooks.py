@@ -54,7 +54,7 @@ def test_a_filtering_knob_comes_only_beside_a_hooks_knob() -> None:
     [
         (("graph_saved_hooks",), "aot_eager", False),
         (("graph_saved_hooks_flat", "saved_hooks_all"), "aot_eager", True),
-        (("graph_saved_hooks_flat", "saved_hooks_no_static"), "inductor", False),
+        (("graph_saved_hooks_flat",), "inductor", False),
     ],
 )
 def test_graph_hooks_reach_the_inlined_path_without_findings(

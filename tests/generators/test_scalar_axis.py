@@ -57,12 +57,14 @@ def _reads(spec: ProgramSpec) -> list[str]:
 
 
 def test_number_arguments_are_drawn_and_read_across_families() -> None:
-    """600 programs (about 4 s): the axis is not one family's."""
+    """600 programs of each of three seeds (about 12 s): the axis is not one family's. One
+    seed's draw is not enough: the "scalars" relationship came 0, 14 and 21 times in seeds
+    0-2 once the torch.func group came in."""
     families: Counter[str] = Counter()
     ops: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
     variants = 0
-    for spec in draw(programs(), 600, seed=0):
+    for spec in (s for seed in (0, 1, 2) for s in draw(programs(), 600, seed=seed)):
         read = _reads(spec)
         if not read:
             continue
