@@ -33,7 +33,7 @@ from ._spec import (
     spec_from_dict,
 )
 from ._stmts import INPLACE
-from ._stmts_aten import pure_aten, rounds
+from ._stmts_aten import aten_class, pure_aten, rounds
 from ._vocabulary import TABLES_DIR as VOCABULARY_DIR
 from ._vocabulary import installed_release
 
@@ -61,6 +61,7 @@ __all__ = [
     "reached",
     "inductor_reasons",
     "installed_release",
+    "aten_class",
     "pure_aten",
     "render",
     "rounds",

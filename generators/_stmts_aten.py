@@ -251,12 +251,18 @@ def rounds(spec: ProgramSpec) -> bool:
     return any(name not in known or known[name].rounding for name in names)
 
 
+def aten_class(stmt: Stmt) -> str | None:
+    """The vocabulary class of an aten statement's op (Note [Op classes]), or None for
+    another statement or an op the installed table does not know."""
+    if stmt.op != "aten":
+        return None
+    op = by_name().get(str(stmt.args[0]))
+    return None if op is None else op.cls
+
+
 def pure_aten(stmt: Stmt) -> bool:
     """An aten statement torch.compile may drop when nothing uses its result: an op of the
     vocabulary's functional, view or view-inverse class (no write, no side effect), as the
     runner's dead-code excuse counts the hand-written pure ops (the issue-36 triage's a17: a
     dead slice_scatter eager rejects). An op the installed table does not know is not."""
-    if stmt.op != "aten":
-        return False
-    op = by_name().get(str(stmt.args[0]))
-    return op is not None and op.cls in ("functional", "view", "view_inverse")
+    return aten_class(stmt) in ("functional", "view", "view_inverse")

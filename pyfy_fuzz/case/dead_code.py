@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from generators import INPLACE, Program, ProgramSpec, materialize, pure_aten
+from generators import INPLACE, Program, ProgramSpec, Stmt, aten_class, materialize, pure_aten
 from pyfy_fuzz.case.ground_truth import observe_eager
 from pyfy_fuzz.schema.observation import CallObs, SubjectObs
-from pyfy_fuzz.schema.spec import OutSpec
+from pyfy_fuzz.schema.spec import RANDOM_OPS, OutSpec
 
 __all__ = ["FRESH_OPS", "PURE_OPS", "dead_code_errors", "dead_statements", "dead_writes"]
 
@@ -41,26 +41,43 @@ def _refs(out: OutSpec) -> set[str]:
 FRESH_OPS = PURE_OPS - {"view", "detach", "to"}
 
 
+def _fresh(stmt: Stmt) -> bool:
+    """The statement makes a new tensor, never a view of another: a FRESH_OPS statement, an
+    aten op of the functional class, or a random op that draws a new tensor (dropout may
+    return its input)."""
+    return (
+        stmt.op in FRESH_OPS
+        or aten_class(stmt) == "functional"
+        or stmt.op in RANDOM_OPS
+        and stmt.op != "dropout"
+    )
+
+
+def _writes_into(stmt: Stmt, v: str) -> bool:
+    """The statement writes into `v` in place and binds nothing: generators' INPLACE (v first),
+    or an aten op of the inplace class (v its first tensor argument)."""
+    if stmt.outs:
+        return False
+    if stmt.op in INPLACE:
+        return stmt.args[:1] == (v,)
+    return aten_class(stmt) == "inplace" and stmt.args[1:2] == (v,)
+
+
 def dead_writes(spec: ProgramSpec) -> set[int]:
-    """In-place writes (generators' INPLACE) into a value nothing else reads: made by a
-    FRESH_OPS statement, no output, and every statement that names it writes into it in place.
+    """In-place writes into a value nothing else reads: made by a fresh statement (`_fresh`),
+    no output, and every statement that names it writes into it in place (`_writes_into`).
     They are dead code as much as a pure statement is (the 1-hour campaign's
     compile-divergence.IndexError.ad598f021f8d: `v2 = a0.neg(); v2.index_put_(...)` with an
-    index eager rejects, a write torch.compile removed with v2)."""
+    index eager rejects, a write torch.compile removed with v2; issue 36's fifth run's
+    7ed1713fac56: `v0 = a0.bernoulli(); torch.ops.aten.index_add_.default(v0, ...)`)."""
     outputs = set().union(*(_refs(o) for o in spec.outputs)) if spec.outputs else set()
     dead: set[int] = set()
     for stmt in spec.body:
-        if stmt.op not in FRESH_OPS:
+        if not _fresh(stmt):
             continue
         for v in set(stmt.outs) - outputs:
             uses = [j for j, s in enumerate(spec.body) if v in s.args]
-            writes = [
-                j
-                for j in uses
-                if spec.body[j].op in INPLACE
-                and spec.body[j].args[:1] == (v,)
-                and not spec.body[j].outs
-            ]
+            writes = [j for j in uses if _writes_into(spec.body[j], v)]
             if uses and writes == uses:
                 dead.update(writes)
     return dead

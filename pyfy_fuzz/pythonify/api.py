@@ -228,7 +228,9 @@ def _compile_regions(
     dynamic: bool,
 ) -> PythonifyUnsupported | None:
     """Pythonify each region of `sp` not in `done` yet, on what the code before it computes
-    (eager, on copies of `args`); the graph break a region meets, if any, else None."""
+    (its compiled regions and the Python between them, on copies of `args`: what torch.compile
+    hands the next graph; issue 36's fifth run's f4c0d0921b14); the graph break a region
+    meets, if any, else None."""
     env = dict(zip(parsed.args, clone_preserving_aliasing(args), strict=True))
     for k, region in enumerate(sp.regions):
         rfn = regions.region_function(parsed, sp, k)
@@ -247,8 +249,12 @@ def _compile_regions(
             finally:
                 path.unlink(missing_ok=True)
         done.setdefault(key, None)
-        if k < len(sp.breaks):  # later regions' examples: what this code computes (eager)
-            env.update(zip(region.returns, rfn(*rargs) or (), strict=True))
+        if k < len(sp.breaks):  # later regions' examples: what this region's compile returns
+            # (torch.compile's next graph gets the compiled region's outputs, whose aliasing
+            # may differ from eager's: an Inductor output that eager returns as a view)
+            result = done[key]
+            run = rfn if result is None else result.compiled
+            env.update(zip(region.returns, run(*rargs) or (), strict=True))
             block = sp.breaks[k]
             got = regions.break_function(parsed, sp, k)(*(env[p] for p in block.params))
             env.update(zip(block.returns, got or (), strict=True))

@@ -350,3 +350,20 @@ def test_a_compile_dynamo_restarts_is_recorded_once(tmp_path, monkeypatch):
     assert set(r.ir.graphs) == {"forward", "backward"}
     out = r.compiled(x)
     assert torch.allclose(out, f(x))
+
+
+def test_a_later_region_is_compiled_on_what_the_compiled_region_before_it_returns() -> None:
+    """Issue 36's fifth run's crash.PythonifyGuardError.f4c0d0921b14: after a graph break the
+    capture compiled region 1 on eager's outputs of region 0, where v2 is a view of v0;
+    torch.compile's region 1 gets Inductor's outputs, where it is not (GX1). The file's
+    aliasing-layout guard then refused torch.compile's own call."""
+    import json
+
+    from generators import spec_from_dict
+    from pyfy_fuzz.case.runner import run_case
+
+    r = run_case(spec_from_dict(json.loads(_LATER_REGION_SPEC)), backend="inductor")
+    assert r.status == "ok" and not r.findings, [f.explanation for f in r.findings]
+
+
+_LATER_REGION_SPEC = '{"body": [{"args": ["a0"], "ctx": "no_grad", "op": "neg", "outs": ["v0"]}, {"args": ["v0", "as_strided", [4], [1], 18], "ctx": "no_grad", "op": "view", "outs": ["v2"]}, {"args": ["v0", ["int", "stride", 0]], "ctx": "enable_grad", "op": "probe", "outs": ["v3"]}, {"args": ["aten.resize_.default", "v3", ["l", []], ["spelling", "method"]], "ctx": null, "op": "aten", "outs": []}, {"args": ["aten.logical_and_.default", "v2", ["t", "int64", [4]]], "ctx": null, "op": "aten", "outs": []}], "family": "output_aliasing", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "v0", "value": 0}], "plan": {"backend": "inductor", "backward": true, "calls": 1, "config": [], "dynamic": false, "frontend": "dynamo", "grad_fn_hooks": false, "mode": null, "saved_tensor_hooks": false, "second_backward": null, "sequence": [], "tangents": "randn", "through": null, "variant": null}, "roots": [{"dtype": "int64", "grad": "none", "layout": "contiguous", "shape": [4, 3, 2], "subclass": null}], "version": 1}'  # noqa: E501
