@@ -96,7 +96,7 @@ class _MixedDevices(TorchDispatchMode):
     """Records every aten op whose tensor arguments and results are on more than one device.
     Moving a tensor (`.to`, `copy_`) is the one op that may."""
 
-    MOVES = ("aten._to_copy.", "aten.copy_.")
+    MOVES = ("aten._to_copy.", "aten.copy_.", "aten.to.")
 
     def __init__(self) -> None:
         super().__init__()

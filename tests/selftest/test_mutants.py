@@ -37,7 +37,7 @@ def test_each_mutant_changes_some_file_of_its_families(name: str, tmp_path: Path
     tried = [0]
 
     @settings(
-        max_examples=200,
+        max_examples=400,  # stops at the first file changed; 200 missed once a draw moved
         deadline=None,
         derandomize=True,
         database=None,
