@@ -145,7 +145,7 @@ def test_generators_draw_every_knob_and_mostly_the_defaults() -> None:
             programs(family),
             lambda s, name=name: name in s.plan.config,
             settings=settings(
-                max_examples=3000, database=None, suppress_health_check=list(HealthCheck)
+                max_examples=8000, database=None, suppress_health_check=list(HealthCheck)
             ),
         )
     # find() above proves each knob drawable; this only guards against the draw collapsing
