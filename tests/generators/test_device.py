@@ -94,7 +94,8 @@ def _off_device(tensors: Any, device: str) -> list[str]:
 
 class _MixedDevices(TorchDispatchMode):
     """Records every aten op whose tensor arguments and results are on more than one device.
-    Moving a tensor (`.to`, `copy_`) is the one op that may."""
+    Moving a tensor (`.to`, `copy_`) is the one op that may; and a 0-dim CPU tensor is
+    accepted by every device's kernels (torch.func.vmap turns `r * 2`'s scalar into one)."""
 
     MOVES = ("aten._to_copy.", "aten.copy_.", "aten.to.")
 
@@ -107,7 +108,11 @@ class _MixedDevices(TorchDispatchMode):
         name = str(func)
         if not name.startswith(self.MOVES):
             leaves = pytree.tree_leaves((args, kwargs, out))
-            devices = {x.device.type for x in leaves if isinstance(x, torch.Tensor)}
+            devices = {
+                x.device.type
+                for x in leaves
+                if isinstance(x, torch.Tensor) and not (x.dim() == 0 and x.device.type == "cpu")
+            }
             if len(devices) > 1:
                 self.mixed.append(f"{name} on {sorted(devices)}")
         return out
