@@ -66,6 +66,7 @@ _BASE_WEIGHTS = {
     "cast": 1,
     "detach": 1,
     "autograd_grad": 1,  # Note [torch.autograd.grad inside the function]
+    "backward": 1,  # Note [Tensor.backward() inside the function]
     "scalar": 6,  # Note [Scalar arguments]: only where the program has a number argument
     "probe": 6,  # Note [Reading a tensor's metadata]
     "func": 3,  # Note [torch.func transforms inside the function]

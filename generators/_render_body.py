@@ -11,6 +11,7 @@ from ._model import HOOK_STYLES
 from ._spec import OutSpec, Stmt
 
 __all__ = [
+    "BACKWARD_LINES",
     "DTYPE_BY_NAME",
     "FUNC_BODIES",
     "FUNC_FORMS",
@@ -119,6 +120,14 @@ FUNC_FORMS = {
     "jvp": "torch.func.jvp(lambda r: {1}, ({0},), (torch.ones_like({0}),))[1]",
 }
 FUNC_BODIES = {"mul2": "r * 2", "sin": "r.sin()", "exp": "r.exp()", "tanh": "r.tanh()"}
+# stmt_backward (Note [Tensor.backward() inside the function] in _stmts_extra.py): {0} the
+# value, {1} the one leaf of the "inputs" form.
+BACKWARD_LINES = {
+    "sum": "{0}.sum().backward(retain_graph=True)",
+    "gradient": "{0}.backward(torch.ones_like({0}), retain_graph=True)",
+    "inputs": "{0}.sum().backward(inputs=[{1}], retain_graph=True)",
+    "helper": "(lambda t: t.sum().backward(retain_graph=True))({0})",
+}
 # In-place data and metadata ops, rendered as `a0.op(*rest)`.
 _METHODS = {
     "add_",
@@ -277,6 +286,8 @@ def stmt_lines(stmt: Stmt) -> list[str]:
         line = f"{lhs} = {FUNC_FORMS[form].format(a[0], FUNC_BODIES[body])}"
     elif op == "setitem":
         line = f"{a[0]}[{a[1]}] = {a[2]}"
+    elif op == "backward":
+        line = BACKWARD_LINES[str(stmt.args[1])].format(a[0], *a[2:])
     elif op in _METHODS:
         line = f"{a[0]}.{op}({', '.join(a[1:])})"
     elif op == "data_mul_":  # stmt_data: a write autograd does not see

@@ -476,9 +476,9 @@ def _dynamo_only(body: list[Stmt]) -> bool:
 
 
 def takes_grad(body: list[Stmt]) -> bool:
-    """Whether a body takes a gradient (Note [torch.autograd.grad inside the function] in
-    _stmts_extra.py)."""
-    return any(s.op == "autograd_grad" for s in body)
+    """Whether a body takes a gradient (Note [torch.autograd.grad inside the function] and
+    Note [Tensor.backward() inside the function] in _stmts_extra.py)."""
+    return any(s.op in ("autograd_grad", "backward") for s in body)
 
 
 def _front_end(b: Builder, op: str, breaks: bool) -> None:

@@ -17,7 +17,9 @@ from ._stmts import bind, fresh, mutable, tensors
 __all__ = [
     "BREAKING_EFFECTS",
     "TOKEN_EFFECTS",
+    "BACKWARD_FORMS",
     "stmt_autograd_grad",
+    "stmt_backward",
     "stmt_batchnorm",
     "stmt_effect",
     "stmt_function",
@@ -272,4 +274,49 @@ def stmt_autograd_grad(b: Builder) -> bool:
     out = replace(fresh(b, t, t.shape, t.dtype, False), geom=None, overlapping=True)
     bind(b, out, Stmt("autograd_grad", (v.name, t.name), (out.name,)))
     event("front-end: torch.autograd.grad inside")
+    return True
+
+
+# Note [Tensor.backward() inside the function]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# `v.sum().backward(retain_graph=True)` in the middle of the forward: the gradient goes into
+# the `.grad` of every leaf v depends on, arguments and parameters, as a training step's
+# helper does. It yields no value; what it changes is `.grad`, which the drive compares
+# after its own backward (accumulated on top). Dynamo breaks the graph there by default;
+# with `trace_autograd_ops` it rewrites the call as torch.autograd.grad plus
+# `inductor.accumulate_grad_` on each leaf it knows (Tensor.backward in Dynamo's
+# variables/tensor.py), so the compiled graph itself writes its inputs' `.grad`. The forms:
+#   sum       `v.sum().backward(retain_graph=True)`: the leaves found automatically;
+#   helper    `(lambda t: t.sum().backward(retain_graph=True))(v)`: the loss made and
+#             differentiated in a function Dynamo inlines, as a training step's helper;
+#   gradient  `v.backward(torch.ones_like(v), retain_graph=True)`: a gradient argument;
+#   inputs    `v.sum().backward(inputs=[t], retain_graph=True)`: one leaf argument or
+#             parameter t, even one v does not depend on (its .grad stays None in eager).
+# The conditions are torch.autograd.grad's (Note [torch.autograd.grad inside the function]),
+# and one more: no custom Function whose backward writes its input in place (bw_mutate) may
+# be in the graph, since the drive's backward would then unpack what the inner backward
+# changed, which eager refuses at backward time and a compiled graph need not notice.
+BACKWARD_FORMS = ("sum", "helper", "gradient", "inputs")
+
+
+def stmt_backward(b: Builder) -> bool:
+    """A Tensor.backward() called inside the function (Note [Tensor.backward() inside the
+    function])."""
+    if not (b.backward and b.grad_on) or b.inference_on or b.profile.frontend != "dynamo":
+        return False
+    if any(fn.body == "bw_mutate" for fn in b.functions):
+        return False
+    cands = tensors(b, lambda v: v.requires_grad and v.is_float and not v.subclass)
+    if not cands:
+        return False
+    v = b.pick(cands[::-1])  # the latest value first
+    form = b.pick(BACKWARD_FORMS)
+    leaves = [t for t in cands if t.is_leaf and (t.input_index is not None or t.param)]
+    if form == "inputs" and not leaves:
+        form = "sum"
+    args: tuple[object, ...] = (v.name, form)
+    if form == "inputs":
+        args += (b.pick(leaves).name,)
+    b.body.append(Stmt("backward", args))
+    event(f"front-end: Tensor.backward inside ({form})")
     return True

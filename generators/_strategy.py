@@ -39,6 +39,7 @@ from ._stmts import (
 from ._stmts_aten import stmt_aten
 from ._stmts_extra import (
     stmt_autograd_grad,
+    stmt_backward,
     stmt_batchnorm,
     stmt_effect,
     stmt_function,
@@ -76,6 +77,7 @@ GROUPS = {
     "hook": stmt_hook,
     "batchnorm": stmt_batchnorm,
     "autograd_grad": stmt_autograd_grad,
+    "backward": stmt_backward,
     "aten": stmt_aten,
     "scalar": stmt_scalar,
     "probe": stmt_probe,

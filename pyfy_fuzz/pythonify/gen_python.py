@@ -12,7 +12,7 @@ from __future__ import annotations
 from . import file_runtime, wrappers
 from .graph_render import arg_expr
 from .ir import CompiledGraph, GuardNode, PythonifyIR, ScalarGuard, TensorGuard
-from .meta import EmitContext, HookReplay
+from .meta import EmitContext, GradStore, HookReplay
 from .sourcepin import pin
 from .wrappers import cudagraph
 from .wrappers.source import runtime_source, type_var
@@ -195,12 +195,22 @@ def _gather_arg_leaves(L):
 {_scalar_section(g.scalars)}"""
 
 
-def _hook_lines(hooks: list[HookReplay]) -> str:
-    """Dynamo's hook side effects, after the graph and before the return value."""
-    if not hooks:
-        return ""
-    lines = ["", "    # Hooks the function registered on its inputs, replayed as Dynamo does."]
-    lines += [f"    {h.tensor}.{h.method}({h.hook})" for h in hooks]
+def _side_effect_lines(hooks: list[HookReplay], stores: list[GradStore]) -> str:
+    """Dynamo's side effects, after the graph and before the return value: the hooks it
+    replays, then the `.grad` it stores (Note [Gradients the graph stores])."""
+    lines = []
+    if hooks:
+        lines += ["", "    # Hooks the function registered on its inputs, replayed as Dynamo does."]
+        lines += [f"    {h.tensor}.{h.method}({h.hook})" for h in hooks]
+    if stores:
+        lines += [
+            "",
+            "    # Gradients the graph made for inputs without one, stored as Dynamo does.",
+        ]
+        lines += [
+            f"    {g.tensor}.grad = {'None' if g.output is None else f'outs[{g.output}]'}"
+            for g in stores
+        ]
     return "\n".join(lines)
 
 
@@ -262,7 +272,7 @@ def _gather_inputs(L, G):
     leaves = _gather_arg_leaves(L)
     _check_tensors(leaves, _ARG_TENSOR_GUARDS)
     _check_aliasing(leaves, _ARG_SOURCES, _ARG_SAME_OBJECT, _ARG_SHARED_STORAGE)
-    outs = {outer}(flat){_hook_lines(e.hooks)}
+    outs = {outer}(flat){_side_effect_lines(e.hooks, e.grad_stores)}
     return {e.output_expr}'''
 
 

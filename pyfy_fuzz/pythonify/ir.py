@@ -31,6 +31,7 @@ from .meta import (
     CompiledGraph,
     CUDAGraphPhase,
     FakeOutMeta,
+    GradStore,
     HookReplay,
     InputInfo,
     IRNode,
@@ -185,6 +186,9 @@ class EntryNode:
     # Hook registrations replayed after the graph, before the return value is built (Note
     # [Hooks on inputs] in capture/hooks.py).
     hooks: list[HookReplay] = field(default_factory=list)
+    # `.grad` stores replayed after the hooks (Note [Gradients the graph stores] in
+    # capture/grads.py).
+    grad_stores: list[GradStore] = field(default_factory=list)
     # The module's own __call__ runs around the compiled forward (torch.compile of a user's
     # module): `call` goes through it, `_forward` is the compiled frame.
     module_call: bool = False

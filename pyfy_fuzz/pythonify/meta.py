@@ -25,6 +25,7 @@ __all__ = [
     "EmitContext",
     "FakeOutMeta",
     "FakeOutput",
+    "GradStore",
     "HOOK_METHODS",
     "HookReplay",
     "IRNode",
@@ -71,6 +72,19 @@ class HookReplay:
     def __post_init__(self) -> None:
         if self.method not in HOOK_METHODS.values():
             raise ValueError(f"unknown hook method {self.method!r}")
+
+
+@dataclass(frozen=True)
+class GradStore:
+    """A `.grad` Dynamo sets on an input after the graph ran (Note [Gradients the graph
+    stores] in capture/grads.py)."""
+
+    tensor: str  # the input's source, e.g. "L['x']" or "L['self']._parameters['w']"
+    output: int | None  # the index into the compiled outputs of the new .grad; None: None
+
+    def __post_init__(self) -> None:
+        if self.output is not None and self.output < 0:
+            raise ValueError(f"output index must be >= 0, got {self.output}")
 
 
 # Dynamo's guards on a Python scalar the file models (Note [Scalar arguments] in

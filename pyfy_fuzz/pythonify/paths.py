@@ -30,4 +30,6 @@ def wrapper_paths(ir: PythonifyIR) -> list[str]:
         paths.append("module/parameters" if ir.training else "module/inference")
     if any(None in g.shape for g in ir.guards.tensors):
         paths.append("graph/dynamic")
+    if ir.entry.grad_stores:  # Note [Gradients the graph stores] in capture/grads.py
+        paths.append("graph/grad_store")
     return sorted(set(paths))

@@ -55,6 +55,7 @@ def build_ir(cap: Capture) -> PythonifyIR:
             input_sources=[r.source for r in cap.inputs],
             output_expr=cap.output_expr,
             hooks=list(cap.hooks),
+            grad_stores=list(cap.grad_stores),
             module_call=cap.module_call,
             as_tensor=[i for i, r in enumerate(cap.inputs) if r.pass_arg_as_tensor],
         ),

@@ -90,6 +90,7 @@ ALL_PATHS: tuple[str, ...] = (
     "fakified_out/first_call",
     "graph/break",
     "graph/dynamic",
+    "graph/grad_store",
     "module/inference",
     "module/parameters",
     "rng/functionalized",

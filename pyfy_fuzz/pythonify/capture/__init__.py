@@ -12,6 +12,7 @@ pyfy_fuzz/case/subjects/stock.py), and a corpus entry records these settings.
     dynamo.py     the Dynamo front-end (torch.compile with a recording backend)
     aot.py        the AOT front-end (aot_function / compile_fx)
     hooks.py      hooks outside the graph: replayed after it (Note [Hooks on inputs]) or refused
+    grads.py      the `.grad` Dynamo stores on inputs after it (Note [Gradients the graph stores])
     exprs.py      source expressions for argument paths and return structures
     scalars.py    Dynamo's guards on Python scalar arguments (Note [Scalar arguments])
 """
@@ -110,6 +111,7 @@ def capture(
         inputs=inputs,
         output_expr=out_expr,
         hooks=hooks,
+        grad_stores=rec.grad_stores,
         module_call=rec.module_call,
         fake_first_outputs=rec.fake_first_outputs,
         arg_names=arg_names,
@@ -172,17 +174,37 @@ def _compile_recording(
         _restore_module_state(module_state)
 
 
-def _save_module_state(m: torch.nn.Module) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """The capture run executes fn once; undo what it does to parameters and buffers."""
-    with torch.no_grad():
-        return [(t, t.detach().clone()) for t in [*m.parameters(), *m.buffers()]]
+# A parameter or buffer, its value, and its `.grad` object with that gradient's value.
+_ModuleState = list[tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor] | None]]
 
 
-def _restore_module_state(saved: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+def _save_module_state(m: torch.nn.Module) -> _ModuleState:
+    """The capture run executes fn once; undo what it does to parameters and buffers: their
+    values, and the `.grad` a backward inside the function stores or accumulates into (Note
+    [Gradients the graph stores] in grads.py) -- the same gradient object, its value back."""
     with torch.no_grad():
-        for t, v in saved:
+        return [
+            (
+                t,
+                t.detach().clone(),
+                None if t.grad is None else (t.grad, t.grad.detach().clone()),
+            )
+            for t in [*m.parameters(), *m.buffers()]
+        ]
+
+
+def _restore_module_state(saved: _ModuleState) -> None:
+    with torch.no_grad():
+        for t, v, grad in saved:
             if t.shape == v.shape:
                 t.copy_(v)
+            if not t.is_leaf:
+                continue
+            if grad is None:
+                t.grad = None
+            else:
+                grad[0].copy_(grad[1])
+                t.grad = grad[0]
 
 
 @contextlib.contextmanager

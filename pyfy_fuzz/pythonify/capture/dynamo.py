@@ -23,6 +23,7 @@ from ..errors import PythonifyUnsupported
 from ..graph_render import arg_expr
 from ..meta import FakeOutput, ScalarGuard
 from .exprs import structure
+from .grads import grad_snapshot, grad_stores
 from .recorder import Recorder, plain_backend
 from .result import GraphInputRecord, snapshot
 from .scalars import GuardWatch, float_guards, refuse_returned_scalar, scalar_guards
@@ -261,6 +262,7 @@ def capture_dynamo(
         options={"guard_filter_fn": watch},
     )
     frame: list[tuple[Any, Any]] = []
+    grads_before = grad_snapshot(fn, copies)  # Note [Gradients the graph stores]
     rec.module_call = is_module and _call_runs_outside(compiled, fn)
     forward = _watch_forward(fn, frame) if rec.module_call else contextlib.nullcontext()
     try:
@@ -293,6 +295,9 @@ def capture_dynamo(
     seen.inputs[:], rec.symbol_ranges = _resolve_sizes(seen.inputs, seen.fakes)
     bound = bound_locals(fn, copies, is_module)
     out_expr = _output_expr(ret, seen.outputs, seen.inputs, bound, rec.scalar_guards)
+    sources = {id(v): f"L[{k!r}]" for k, v in bound.items() if isinstance(v, torch.Tensor)}
+    sources.update({id(r.example): r.source for r in seen.inputs})
+    rec.grad_stores = grad_stores(grads_before, sources, seen.outputs)
     # The reference callable must not close over our recording state.
     return compiled, seen.inputs, out_expr
 

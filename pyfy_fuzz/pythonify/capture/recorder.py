@@ -21,7 +21,7 @@ from .. import _compat as C
 from .. import wrappers as W
 from ..errors import PythonifyUnsupported
 from ..graph_render import FxNodeMeta, RenderContext, fx_node_meta, render_fx, seq_nr_table
-from ..meta import CompiledGraph, FakeOutput, IRNode, ScalarGuard
+from ..meta import CompiledGraph, FakeOutput, GradStore, IRNode, ScalarGuard
 from ..wrappers import (
     autograd,
     synthetic_base,
@@ -60,6 +60,8 @@ class Recorder:
         # Dynamo's guards on the arguments' Python scalars (Note [Scalar arguments] in
         # scalars.py), read once the compile is done.
         self.scalar_guards: list[ScalarGuard] = []
+        # `.grad` stores Dynamo made after the graph (Note [Gradients the graph stores]).
+        self.grad_stores: list[GradStore] = []
 
     # -- a compile Dynamo restarts --------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:

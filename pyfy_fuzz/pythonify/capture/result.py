@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from ..graph_render import FxNodeMeta, RenderContext
-from ..meta import CompiledGraph, FakeOutput, HookReplay, IRNode, ScalarGuard
+from ..meta import CompiledGraph, FakeOutput, GradStore, HookReplay, IRNode, ScalarGuard
 
 __all__ = [
     "BACKENDS",
@@ -125,6 +125,8 @@ class Capture:
     is_module: bool
     # Hooks the call registered on its inputs, replayed after the graph (Note [Hooks on inputs]).
     hooks: list[HookReplay] = field(default_factory=list)
+    # `.grad` stores Dynamo made after the graph (Note [Gradients the graph stores]).
+    grad_stores: list[GradStore] = field(default_factory=list)
     # A module whose own __call__ (its hooks) runs around the compiled forward (Note [The
     # forward frame of a module] in dynamo.py).
     module_call: bool = False
