@@ -30,6 +30,18 @@ front-end, which runs the Python on fake tensors, is seen by them. (`is_compilin
 not do: it stays True while a compiled frame runs, so a Function applied eagerly between two
 graphs would log nothing either.)
 
+Note [Hook frames run as Python]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A backward run inside the compiled function (`Tensor.backward()` or `torch.autograd.grad`
+where Dynamo breaks the graph) calls the hooks while the compiled frame is still running, and
+Dynamo compiles every frame it sees then: the hook's own, and `_log_call`'s, in which
+`is_dynamo_compiling()` is a constant True -- so a hook that ran logged nothing, and the
+oracle reported a hook that "did not run" (a false alarm of issue 36's run G, ead0). The
+program keeps Dynamo off these functions' own frames (`_run_as_python`: torch's
+`eval_frame.skip_code`, which leaves the functions they call and Dynamo's inlining of them
+as they were), so a hook runs as Python and logs, as in eager; one Dynamo inlines into a
+graph is traced as before.
+
 Where Dynamo graph-breaks at the apply (a tensor passed twice: `Fn.apply(x, x)`), the
 Function runs outside the graph, but Dynamo still compiles its forward frame on its own, so
 forward and setup_context log nothing; its backward runs in autograd's engine and logs. So
@@ -51,7 +63,7 @@ from ._emit import emitted_source
 if TYPE_CHECKING:  # the program imports torch; here the hooks are source, never called
     import torch
 
-__all__ = ["HOOK_FUNCTIONS", "HOOK_LOG", "RUNTIME", "hooks_source"]
+__all__ = ["HOOK_FUNCTIONS", "HOOK_LOG", "RUNTIME", "hooks_source", "run_as_python_lines"]
 
 # The hooks that ran, in order (the program's own list; this one stays empty).
 HOOK_LOG: list[tuple[object, ...]] = []
@@ -119,6 +131,18 @@ def _module_pre_hook(module, grad_output):
     return None
 
 
+def _run_as_python(*fns):
+    """Dynamo never compiles these functions' own frames (Note [Hook frames run as Python])."""
+    skip = getattr(torch._dynamo.eval_frame, "skip_code", None)
+    if skip is None:
+        raise RuntimeError(
+            "torch._dynamo.eval_frame has no skip_code on this torch: the hook log cannot "
+            "keep Dynamo off the hooks' own frames (Note [Hook frames run as Python])"
+        )
+    for fn in fns:
+        skip(fn.__code__)
+
+
 # The hooks, in the order the program defines them (names: a helper may call another).
 RUNTIME = (
     "_log_call",
@@ -132,14 +156,24 @@ RUNTIME = (
     "_hook_grad_fns",
     "_module_hook",
     "_module_pre_hook",
+    "_run_as_python",
 )
+# What autograd or the log may call while a compiled frame runs: Dynamo keeps off their frames.
+_AS_PYTHON = tuple(n for n in RUNTIME if n not in ("_hook_grad_fns", "_run_as_python"))
+
+
+def run_as_python_lines(names: list[str] | tuple[str, ...] = _AS_PYTHON) -> list[str]:
+    """`_run_as_python`'s definition and its call on `names` (Note [Hook frames run as
+    Python]), for a script that defines only some of the hooks."""
+    call = f"_run_as_python({', '.join(names)})"
+    return [*emitted_source(_run_as_python).splitlines(), "", call]
 
 
 def hooks_source() -> str:
     """The log and the hooks, as the rendered program defines them after its helpers."""
     log = "HOOK_LOG = []  # the hooks that ran, in order: pyfy-fuzz compares it between subjects"
     hooks = emitted_source(*(globals()[name] for name in RUNTIME))
-    return f"\n\n{log}\n\n\n{hooks}"
+    return f"\n\n{log}\n\n\n{hooks}\n\n\n_run_as_python({', '.join(_AS_PYTHON)})"
 
 
 pin(sys.modules[__name__])  # Note [The emitted source is the imported source]

@@ -9,7 +9,7 @@ program installs (grad hooks, and the saved-tensor hooks that log what autograd 
 
 from __future__ import annotations
 
-from ._hooks import HOOK_FUNCTIONS
+from ._hooks import HOOK_FUNCTIONS, run_as_python_lines
 from ._prelude import no_retain
 from ._relations import RELATE_FUNCTIONS, RELATE_TOKENS, variant_context
 from ._render import HOOKS, MIRROR, module_init, render, uses_effect_op
@@ -17,6 +17,7 @@ from ._render_body import DTYPE_BY_NAME, ints_literal, out_expr, stmt_lines, vie
 from ._render_function import function_source
 from ._render_inputs import aliasing_variant
 from ._saved_hooks import graph_hooks_source, saved_hooks_source
+from ._stmts import takes_grad
 from ._variants import effective_variant, variant_changes
 
 __all__ = [
@@ -35,8 +36,10 @@ __all__ = [
     "no_retain",
     "out_expr",
     "render",
+    "run_as_python_lines",
     "saved_hooks_source",
     "stmt_lines",
+    "takes_grad",
     "uses_effect_op",
     "variant_changes",
     "variant_context",

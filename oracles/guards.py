@@ -191,10 +191,13 @@ def check(ev: Evidence) -> list[Finding]:
     not what either subject promises (eager commits the statements before it; Dynamo raises
     while tracing and runs none), and what the program keeps between calls -- a module's
     parameters, an "again" call's arguments -- differs from there on (issue 36's fifth run's
-    3efff8217842: `p0.data = p0 * 2` before a refused `p0.add_(1)`); the exceptions oracle
-    judges that call itself."""
-    if any(c.raised is not None and c.raised.phase != "inputs" for c in ev.eager.calls):
-        return []
+    3efff8217842: `p0.data = p0 * 2` before a refused `p0.add_(1)`). Nor after one
+    torch.compile raised in where eager ran: Dynamo refused call 0 (`set_` on a graph input)
+    and eager changed the module's parameter (run G's 3eff, the mirror case). The exceptions
+    oracle judges that call itself."""
+    for calls in (ev.eager.calls, ev.compiled.calls):
+        if any(c.raised is not None and c.raised.phase != "inputs" for c in calls):
+            return []
     for index in (None, *range(len(ev.eager.sequence))):
         out = _check_call(ev, index)
         if out:

@@ -1419,6 +1419,37 @@ def test_a_later_calls_exception_is_compared_call_by_call_under_the_campaigns_dy
     assert "dynamic=" not in one_call
 
 
+def test_a_crash_at_a_later_call_runs_each_call_alone_and_raises_the_last() -> None:
+    """Issue 36's run G's crash.RuntimeError.dbbb: the crash was at the third call, after a
+    call that raised on both sides; run(fn) made the calls in one loop with no try, so eager
+    "raised" and the repro exited 3. Each call runs alone, and only the last one's error is
+    raised."""
+    raised = D(
+        "exceptions",
+        "exception",
+        "raised",
+        CallRef("variant", relation="shape"),
+        exc=ExcFacts("RuntimeError", "boom", "call", ""),
+    )
+    spec = replace(SEQUENCE, plan=CallPlan(calls=2, variant="shape"))
+    source = render_repro(spec, finding("crash", "exceptions", TC, raised), backend="aot_eager")
+    _well_formed(source)
+    run = _definition(source, "run")
+    assert "        try:" in run and run.rstrip().endswith("raise raised"), run
+    assert "\nexpected = run(f)  # eager runs\n" in source
+
+
+def test_a_modules_buffers_version_is_read_off_the_module() -> None:
+    """Run G's compile-divergence.versions.a872: the version that moved was a module buffer's,
+    and the repro's versions(args) only looks at the arguments: the repro passed."""
+    moved = D("versions", "version", "moved", name="self.b0", expected=False, actual=True)
+    source = render_repro(MODULE, finding(CD, "versions", TC, moved), backend="aot_eager")
+    _well_formed(source)
+    observe = _definition(source, "observe")
+    assert "before = fn.b0._version" in observe, observe
+    assert "return fn.b0._version != before" in observe, observe
+
+
 def test_an_outputs_is_inference_is_called_not_compared_as_a_method() -> None:
     """Tensor.is_inference is a method: `out.is_inference` compares two bound methods, which
     always differ, so such a repro could never say fixed (the issue-36 triage's e9be)."""

@@ -473,6 +473,21 @@ def _module_pre_hook(module, grad_output):
     return None
 
 
+def _run_as_python(*fns):
+    """Dynamo never compiles these functions' own frames (Note [Hook frames run as Python])."""
+    skip = getattr(torch._dynamo.eval_frame, "skip_code", None)
+    if skip is None:
+        raise RuntimeError(
+            "torch._dynamo.eval_frame has no skip_code on this torch: the hook log cannot "
+            "keep Dynamo off the hooks' own frames (Note [Hook frames run as Python])"
+        )
+    for fn in fns:
+        skip(fn.__code__)
+
+
+
+_run_as_python(_log_call, _tensor_seen, _double_grad, _log_grad_a, _log_grad_b, _log_accumulated, _log_node_pre, _log_node, _module_hook, _module_pre_hook)
+
 def f(a0, a1):
     v0 = a1.tanh()
     a0.zero_()

@@ -43,11 +43,12 @@ FRESH_OPS = PURE_OPS - {"view", "detach", "to"}
 
 def _fresh(stmt: Stmt) -> bool:
     """The statement makes a new tensor, never a view of another: a FRESH_OPS statement, an
-    aten op of the functional class, or a random op that draws a new tensor (dropout may
-    return its input)."""
+    aten op of the functional or view-inverse class (`unfold_copy`, `slice_scatter`: issue
+    36's run G's 7ed1), or a random op that draws a new tensor (dropout may return its
+    input)."""
     return (
         stmt.op in FRESH_OPS
-        or aten_class(stmt) == "functional"
+        or aten_class(stmt) in ("functional", "view_inverse")
         or stmt.op in RANDOM_OPS
         and stmt.op != "dropout"
     )

@@ -246,6 +246,10 @@ def _read_fact(spec: ProgramSpec, d: Difference) -> _Fact:  # noqa: C901 -- one 
             return _Fact("raises", label, f"write_into({_tensor(spec, j)})")
         fact = f"seen_by_write({_tensor(spec, j)}, args, tensors)"
         return _Fact("equal", f"what sees a write into output {j}", fact)
+    if loc == "version" and (d.name or "").startswith("self."):
+        # a module's parameter or buffer: versions(args) never sees it (run G's a872)
+        t, label = _named(str(d.name)), f"whether the call moved {d.name}'s version counter"
+        return _Fact("equal", label, f"{t}._version != before", before=f"before = {t}._version")
     if loc == "version":
         label = "which arguments' version counters the call moved"
         return _Fact("equal", label, "moved(args, before)", before="before = versions(args)")

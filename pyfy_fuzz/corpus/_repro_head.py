@@ -26,8 +26,10 @@ from generators.source import (
     module_init,
     out_expr,
     render,
+    run_as_python_lines,
     saved_hooks_source,
     stmt_lines,
+    takes_grad,
     uses_effect_op,
 )
 from oracles.identity import title_of
@@ -244,6 +246,8 @@ class ScriptHead:
         lines = ["HOOK_LOG = []", ""] if take or logs else []
         for n in names:
             lines += [*H.function_from(HOOKS, n), ""]
+        if logs and takes_grad(list(spec.body)):  # Note [Hook frames run as Python]
+            lines += [*run_as_python_lines([n for n in names if n != "_hook_grad_fns"]), ""]
         if take:
             lines += [*H.source(H.take_hook_log, not self.compact), ""]
         if self._logs_saved_hooks():

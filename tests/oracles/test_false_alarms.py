@@ -443,4 +443,45 @@ def test_no_later_call_is_judged_after_a_plan_call_eager_raised_in():
     assert not r.findings, [f.explanation for f in r.findings]
 
 
+def test_a_hook_run_by_a_backward_inside_the_compiled_call_logs() -> None:
+    """Issue 36's run G's compile-divergence.grads.ead0d936522b: `a0.register_hook(h);
+    a0.sum().backward(retain_graph=True)` in the function. Dynamo breaks the graph at the
+    backward and compiles the hook's own frame while the compiled call runs, where
+    `_log_call` folded away: "the hook did not run" (Note [Hook frames run as Python])."""
+    from generators import spec_from_dict
+    from pyfy_fuzz.case.runner import run_case
+
+    r = run_case(spec_from_dict(json.loads(HOOK_FRAME_SPEC)), backend="aot_eager")
+    assert not r.findings, [f.explanation for f in r.findings]
+
+
+HOOK_FRAME_SPEC = '{"body": [{"args": ["a0", 2, 0], "ctx": null, "op": "register_hook", "outs": []}, {"args": ["a0", "sum"], "ctx": null, "op": "backward", "outs": []}], "family": "autograd_function", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "ref", "ref": "a0", "value": 0}], "plan": {"backend": null, "backward": false, "calls": 1, "config": [], "dynamic": false, "frontend": "dynamo", "grad_fn_hooks": false, "mode": null, "saved_tensor_hooks": false, "second_backward": null, "sequence": [], "tangents": "ones", "through": null, "variant": null}, "roots": [{"dtype": "float32", "grad": "leaf", "layout": "contiguous", "shape": [], "subclass": null}], "version": 1}'  # noqa: E501
+
+
+def test_no_later_call_is_judged_after_a_plan_call_torch_compile_raised_in() -> None:
+    """Run G's compile-divergence.mutation.3efff8217842, the mirror of the test above: Dynamo
+    refused call 0 (`set_` on a graph input) while eager ran it and changed the module's
+    parameter, so the variant call starts from other values on the two sides."""
+    from generators import spec_from_dict
+    from pyfy_fuzz.case.runner import run_case
+
+    r = run_case(spec_from_dict(json.loads(COMPILE_RAISED_SPEC)), backend="aot_eager")
+    assert not r.findings, [f.explanation for f in r.findings]
+
+
+COMPILE_RAISED_SPEC = '{"body": [{"args": ["p0"], "ctx": null, "op": "data_assign", "outs": []}, {"args": ["p0"], "ctx": null, "op": "detach", "outs": ["v1"]}, {"args": ["v1", "a0"], "ctx": null, "op": "add_", "outs": []}], "family": "module", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": {"batchnorm": null, "buffers": [], "full_backward_hook": false, "params": [[1, 1]], "tied": false}, "outputs": [{"items": [], "kind": "ref", "ref": "v1", "value": 0}], "plan": {"backend": null, "backward": false, "calls": 1, "config": [], "dynamic": false, "frontend": "dynamo", "grad_fn_hooks": false, "mode": null, "saved_tensor_hooks": false, "second_backward": null, "sequence": [], "tangents": "ones", "through": null, "variant": "inference_mode"}, "roots": [{"dtype": "float32", "grad": "none", "layout": "contiguous", "shape": [1, 1], "subclass": null}], "version": 1}'  # noqa: E501
+
+
+def test_a_write_into_a_dead_view_inverse_result_is_dead_code() -> None:
+    """Run G's compile-divergence.RuntimeError.7ed1713fac56: `aten.index_add_` into the
+    result of `unfold_copy` (a view-inverse op: a new tensor), never read."""
+    from generators import spec_from_dict
+    from pyfy_fuzz.case.dead_code import dead_writes
+
+    assert dead_writes(spec_from_dict(json.loads(VIEW_COPY_WRITE_SPEC)))
+
+
+VIEW_COPY_WRITE_SPEC = '{"body": [{"args": ["aten.unfold_copy.default", "a0", ["l", 0], ["l", 3], ["l", 2], ["spelling", "function"]], "ctx": null, "op": "aten", "outs": ["v1"]}, {"args": ["aten.index_add_.default", "v1", ["l", 0], ["d", "int64", [0]], ["t", "float32", [1, 4, 3]], ["kw", "alpha", ["l", -1]]], "ctx": null, "op": "aten", "outs": []}], "family": "rng", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": null, "outputs": [{"items": [], "kind": "none", "ref": "", "value": 0}], "plan": {"backend": null, "backward": false, "calls": 1, "config": [], "dynamic": false, "frontend": "dynamo", "grad_fn_hooks": false, "mode": null, "saved_tensor_hooks": false, "second_backward": null, "sequence": [], "tangents": "ones", "through": null, "variant": "dtype"}, "roots": [{"dtype": "float32", "grad": "none", "layout": "contiguous", "shape": [3, 4], "subclass": null}], "version": 1}'  # noqa: E501
+
+
 PARTIAL_CALL_SPEC = '{"body": [{"args": ["p0"], "ctx": null, "op": "data_assign", "outs": []}, {"args": ["p0", 1], "ctx": null, "op": "add_", "outs": []}], "family": "module", "functions": [], "inputs": [{"kind": "root", "of": 0, "root": 0, "value": 0, "views": []}], "module": {"batchnorm": null, "buffers": [], "full_backward_hook": false, "params": [[]], "tied": false}, "outputs": [{"items": [], "kind": "ref", "ref": "p0", "value": 0}], "plan": {"backend": null, "backward": false, "calls": 1, "config": [], "dynamic": false, "frontend": "dynamo", "grad_fn_hooks": false, "mode": null, "saved_tensor_hooks": false, "second_backward": null, "sequence": [], "tangents": "ones", "through": null, "variant": "inference_mode"}, "roots": [{"dtype": "float32", "grad": "none", "layout": "contiguous", "shape": [], "subclass": null}], "version": 1}'  # noqa: E501
