@@ -80,6 +80,8 @@ def unbound(spec: ProgramSpec) -> list[str]:
             refs = [s.args[0]]
         elif s.op == "aten":  # (overload name, arguments: refs are the strings among them)
             refs = [a for a in s.args[1:] if isinstance(a, str)]
+        elif s.op == "backward":  # (operand, form[, the one leaf of inputs=])
+            refs = [s.args[0], *s.args[2:]]
         else:
             refs = [a for a in s.args if isinstance(a, str)]
         missing += [r for r in refs if r not in bound]
