@@ -165,15 +165,18 @@ _AS_PYTHON = tuple(n for n in RUNTIME if n not in ("_hook_grad_fns", "_run_as_py
 def run_as_python_lines(names: list[str] | tuple[str, ...] = _AS_PYTHON) -> list[str]:
     """`_run_as_python`'s definition and its call on `names` (Note [Hook frames run as
     Python]), for a script that defines only some of the hooks."""
-    call = f"_run_as_python({', '.join(names)})"
-    return [*emitted_source(_run_as_python).splitlines(), "", call]
+    return [*emitted_source(_run_as_python).splitlines(), "", _as_python_call(names)]
+
+
+def _as_python_call(names: list[str] | tuple[str, ...]) -> str:
+    return f"_run_as_python({', '.join(names)})"
 
 
 def hooks_source() -> str:
     """The log and the hooks, as the rendered program defines them after its helpers."""
     log = "HOOK_LOG = []  # the hooks that ran, in order: pyfy-fuzz compares it between subjects"
     hooks = emitted_source(*(globals()[name] for name in RUNTIME))
-    return f"\n\n{log}\n\n\n{hooks}\n\n\n_run_as_python({', '.join(_AS_PYTHON)})"
+    return f"\n\n{log}\n\n\n{hooks}\n\n\n{_as_python_call(_AS_PYTHON)}"
 
 
 pin(sys.modules[__name__])  # Note [The emitted source is the imported source]

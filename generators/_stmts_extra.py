@@ -261,12 +261,18 @@ def stmt_batchnorm(b: Builder) -> bool:
 # metadata mutation would move it (`_stmts._front_end`).
 
 
+def _differentiable(b: Builder) -> list[Val]:
+    """The values a gradient taken inside the function may start from, or none where the
+    plan cannot take one at every call (Note [torch.autograd.grad inside the function])."""
+    if not (b.backward and b.grad_on) or b.inference_on or b.profile.frontend != "dynamo":
+        return []
+    return tensors(b, lambda v: v.requires_grad and v.is_float and not v.subclass)
+
+
 def stmt_autograd_grad(b: Builder) -> bool:
     """A gradient taken inside the function (Note [torch.autograd.grad inside the
     function])."""
-    if not (b.backward and b.grad_on) or b.inference_on or b.profile.frontend != "dynamo":
-        return False
-    cands = tensors(b, lambda v: v.requires_grad and v.is_float and not v.subclass)
+    cands = _differentiable(b)
     if not cands:
         return False
     v, t = b.pick(cands[::-1]), b.pick(cands)  # the latest value, of an argument
@@ -302,11 +308,9 @@ BACKWARD_FORMS = ("sum", "helper", "gradient", "inputs")
 def stmt_backward(b: Builder) -> bool:
     """A Tensor.backward() called inside the function (Note [Tensor.backward() inside the
     function])."""
-    if not (b.backward and b.grad_on) or b.inference_on or b.profile.frontend != "dynamo":
-        return False
     if any(fn.body == "bw_mutate" for fn in b.functions):
         return False
-    cands = tensors(b, lambda v: v.requires_grad and v.is_float and not v.subclass)
+    cands = _differentiable(b)
     if not cands:
         return False
     v = b.pick(cands[::-1])  # the latest value first

@@ -43,15 +43,9 @@ class ScriptCalls(ScriptHead):
             # Each call alone, and what the last one raises, raised: an earlier call that
             # raises on both sides, as pyfy-fuzz's drive saw it, does not make the reference
             # "raise" (issue 36's run G: crash.RuntimeError.dbbb exited 3 so).
-            assert len(head) == 1 and head[0].startswith("    for "), head
             return [
                 "def run(fn):  # each call alone; what the last one raises is raised",
-                *head,
-                "        raised = None",
-                "        try:",
-                *(f"    {x}" for x in body),
-                "        except Exception as e:",
-                "            raised = e",
+                *self._each_call_alone(head, body, "e"),
                 "    if raised is not None:",
                 "        raise raised",
             ]
@@ -61,15 +55,14 @@ class ScriptCalls(ScriptHead):
             # Each call alone, as pyfy-fuzz's drive observes them: an earlier call that raises
             # on both sides does not hide the last one's difference (the GPU corpus's
             # guards.8569: eager and torch.compile both raised at the variant call first).
-            assert len(head) == 1 and head[0].startswith("    for "), head
             return [
                 "def outcome(fn):  # None, or what the last call raises (each call runs alone)",
-                *head,
-                "        raised = None",
-                "        try:",
-                *(f"    {x}" for x in body),
-                "        except Exception as e:  # a compiler crash: what the compiler raised",
-                '            raised = getattr(e, "inner_exception", None) or e',
+                *self._each_call_alone(
+                    head,
+                    body,
+                    'getattr(e, "inner_exception", None) or e',
+                    "  # a compiler crash: what the compiler raised",
+                ),
                 "    return raised",
             ]
         if check.compare in ("raises", "runs", "guard", "canary") and not fact:
@@ -94,6 +87,21 @@ class ScriptCalls(ScriptHead):
                 lines[1:] = ["    return fn(*make_inputs())"]  # the output is the fact
         self._need_names(lines)
         return lines
+
+    @staticmethod
+    def _each_call_alone(head: list[str], body: list[str], raised: str, why: str = "") -> list[str]:
+        """The loop over the calls (`head`, one `for` line), each call's `body` in a try;
+        `raised` is what the last call raised (`raised`, an expression of `e`, which `why`
+        comments), or None."""
+        assert len(head) == 1 and head[0].startswith("    for "), head
+        return [
+            *head,
+            "        raised = None",
+            "        try:",
+            *(f"    {x}" for x in body),
+            f"        except Exception as e:{why}",
+            f"            raised = {raised}",
+        ]
 
     def _crash_form(self) -> bool:
         """A crash where the reference runs: its call, then the subject's in a try. (The

@@ -25,6 +25,8 @@ from generators._stmts_extra import BACKWARD_FORMS
 from pyfy_fuzz.bench.measure import draw
 from pyfy_fuzz.case.runner import run_case
 
+from .grad_inside import check_drawn_grad_inside
+
 
 def _backwards(spec: ProgramSpec) -> list[Stmt]:
     return [s for s in spec.body if s.op == "backward"]
@@ -76,26 +78,11 @@ def test_a_backward_inside_is_drawn_where_every_call_can_take_it() -> None:
     # group moves with the draws.
     drawn = [s for seed in (0, 1, 2) for s in draw(programs(), 1000, seed=seed)]
     specs = [s for s in drawn if _backwards(s)]
-    assert len(specs) >= 5, len(specs)
     forms = Counter(str(b.args[1]) for s in specs for b in _backwards(s))
     assert len(forms) >= 3, forms
-    traced = sum("trace_autograd_ops" in s.plan.config for s in specs)
-    assert 0 < traced < len(specs)  # Dynamo breaking the graph there, and tracing it
     for s in specs:
-        assert s.plan.backward and s.plan.frontend == "dynamo", s.plan
-        assert s.plan.through != "checkpoint_reentrant", s.plan  # its forward has no grad
-        assert not {"no_grad", "inference_mode"} & set(s.plan.config), s.plan
         assert all(fn.body != "bw_mutate" for fn in s.functions), s.functions
-    ran = 0
-    for s in specs:  # eager takes it: the model forbade what it refuses
-        program = materialize(s)
-        try:
-            for seed in range(s.plan.calls):
-                program.module.drive(program.make_fn(), program.make_inputs(seed), seed)
-            ran += 1
-        except Exception:
-            pass
-    assert ran >= 0.8 * len(specs), (ran, len(specs))
+    check_drawn_grad_inside(specs)
 
 
 @pytest.mark.parametrize("config", [(), ("trace_autograd_ops",)])
